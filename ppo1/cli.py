@@ -1,0 +1,137 @@
+"""Command line: the flags of ppo1 (lucaslingle/ppo1) and the modes train / play / movie.
+
+Errors a user can cause print as one line `ppo1: error: ...` and exit with status 2 on every rank;
+an unexpected error on any rank ends every rank of the job (MPI_Abort) with status 1.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import traceback
+
+from ppo1 import PPO1Error
+from ppo1.config import Config
+
+_HELP = {
+    "env_name": "gymnasium Atari id: <Game>NoFrameskip-v4 (DeepMind preprocessing) or ALE/<Game>-v5",
+    "env_steps": "agent steps to train for, summed over all actors (1 step = 4 frames); alpha anneals over it",
+    "timesteps_per_actorbatch": "horizon T: steps per actor (env) per iteration",
+    "gamma": "discount factor, in (0, 1]",
+    "lam": "GAE lambda, in [0, 1]",
+    "epsilon": "PPO clip parameter at the start; annealed linearly to 0",
+    "ent_coef": "entropy bonus coefficient c2",
+    "vf_coef": "value loss coefficient c1",
+    "optim_epochs": "epochs over each iteration's batch",
+    "optim_stepsize": "Adam step size at the start; annealed linearly to 0",
+    "optim_batchsize": "minibatch samples per actor (x actors = the global minibatch)",
+    "adam_epsilon": "Adam epsilon",
+    "seed": "random seed; each env is seeded from (seed, rank, env index)",
+    "model_type": "policy network: small (the PPO paper's, A3C) or large (Nature DQN)",
+    "model_name": "name of the run: its files live in checkpoint_dir/model_name/",
+    "checkpoint_dir": "directory holding one sub-directory per run",
+    "asset_dir": "directory for videos and plots (asset_dir/model_name/)",
+    "envs_per_rank": "envs stepped together by each MPI rank (actors = ranks x envs_per_rank)",
+    "save_interval": "iterations between checkpoints (one is always written at the end)",
+    "sync_check_interval": "iterations between checks that all ranks hold identical parameters",
+    "num_threads": "torch threads per rank; 0 = cores available divided by the ranks on the node",
+}
+
+def _whole(text: str) -> int:
+    """An int flag that also takes 1e6 or 10_000_000."""
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(value)
+
+
+def _launcher_rank() -> int:
+    """This process's rank as the MPI launcher tells it, before MPI is initialised (0 if none)."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error, printed by rank 0 only."""
+
+    def error(self, message: str):
+        if _launcher_rank() == 0:
+            print(f"ppo1: error: {message} (see --help)", file=sys.stderr, flush=True)
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="run_atari", description="PPO (Schulman et al., 2017) on Atari, MPI-parallel: "
+        "mpirun -np N python -m run_atari --env_name PongNoFrameskip-v4")
+    p.add_argument("--mode", choices=("train", "play", "movie"), default="train",
+                   help="train a policy, play games with the newest checkpoint, or record a video of one")
+    defaults = Config()
+    for f in dataclasses.fields(Config):
+        if f.name not in _HELP:
+            continue
+        default = getattr(defaults, f.name)
+        kind = type(default)
+        kwargs = {"type": _whole if kind is int else kind, "default": argparse.SUPPRESS,
+                  "help": f"{_HELP[f.name]} (default: {default})"}
+        if f.name == "model_type":
+            kwargs["choices"] = ("small", "large")
+        p.add_argument(f"--{f.name}", **kwargs)
+    return p
+
+def build_config(args: argparse.Namespace) -> Config:
+    """Config from the flags given; on top of the run's saved config.json when there is one."""
+    given = {k: v for k, v in vars(args).items() if k in {f.name for f in dataclasses.fields(Config)}}
+    run_dir = os.path.join(given.get("checkpoint_dir", Config.checkpoint_dir),
+                           given.get("model_name", Config.model_name))
+    base = Config()
+    if os.path.exists(os.path.join(run_dir, "config.json")):
+        from ppo1.checkpoint import load_config
+        base = load_config(run_dir)
+    return dataclasses.replace(base, **given).validate()
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from ppo1.distributed import Comm
+
+    try:
+        comm = Comm.create()
+    except PPO1Error as e:
+        print(f"ppo1: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        error, config = None, None
+        try:
+            config = build_config(args)
+        except PPO1Error as e:
+            error = e
+        comm.agree(error)
+        if args.mode == "train":
+            from ppo1.train import train
+            train(config, comm, log=print if comm.is_root else (lambda *a, **k: None))
+        else:
+            raise PPO1Error(f"--mode={args.mode} is not implemented yet")
+        return 0
+    except PPO1Error as e:
+        if getattr(e, "all_ranks", False) or comm.size == 1:
+            if comm.is_root:
+                print(f"ppo1: error: {e}", file=sys.stderr, flush=True)
+            return 2
+        print(f"ppo1: error on rank {comm.rank}: {e}", file=sys.stderr, flush=True)
+        comm.abort(2)
+    except KeyboardInterrupt:
+        print(f"ppo1: interrupted (rank {comm.rank})", file=sys.stderr, flush=True)
+        comm.abort(130)
+    except Exception:
+        print(f"ppo1: unexpected error on rank {comm.rank}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+        comm.abort(1)
+    return 1
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,168 @@
+"""Everything MPI. The rest of ppo1 calls this small interface, which also works with one process.
+
+    comm = Comm.create()
+    comm.broadcast_parameters(model)     # rank 0's parameters everywhere
+    comm.average_gradients(params)       # one flat allreduce, then divide by the number of ranks
+    comm.check_synced(model)             # raises RanksOutOfSync if any rank's parameters differ
+    comm.allgather(obj) / comm.mean(x)   # episode statistics, loss statistics
+    comm.agree(error)                    # all ranks learn whether any rank failed during set-up
+    comm.abort(code)                     # end every rank now (an error during training)
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from typing import Any, Iterable
+
+import numpy as np
+import torch
+
+from ppo1 import PPO1Error
+
+
+class RanksOutOfSync(PPO1Error):
+    """Ranks hold different parameters: gradients were not averaged identically."""
+
+
+class Comm:
+    """A communicator over all ranks of the job (MPI.COMM_WORLD, or a single process without MPI)."""
+
+    def __init__(self, mpi_comm=None):
+        self._comm = mpi_comm
+        self.rank = mpi_comm.Get_rank() if mpi_comm is not None else 0
+        self.size = mpi_comm.Get_size() if mpi_comm is not None else 1
+        self.local_size = 1
+        if mpi_comm is not None and self.size > 1:
+            from mpi4py import MPI
+            node = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED)
+            self.local_size = node.Get_size()
+            node.Free()
+        self._flat: torch.Tensor | None = None   # gradient buffer, reused across minibatches
+        self.seconds = 0.0                        # time spent in gradient allreduces
+
+    @classmethod
+    def create(cls) -> "Comm":
+        """MPI.COMM_WORLD when mpi4py and an MPI library load; otherwise a single-process Comm."""
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            if any(k in os.environ for k in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")):
+                raise PPO1Error("started under mpirun but mpi4py cannot be imported; "
+                                "install it with `pip install mpi4py mpich`") from None
+            return cls(None)
+        return cls(MPI.COMM_WORLD)
+
+    @property
+    def is_root(self) -> bool:
+        return self.rank == 0
+
+    # ------------------------------------------------------------------ parameters
+    def broadcast_parameters(self, module: torch.nn.Module) -> None:
+        """Overwrite every rank's parameters and buffers with rank 0's, in one broadcast."""
+        if self.size == 1:
+            return
+        tensors = [t for t in module.state_dict().values()]
+        flat = torch.cat([t.detach().reshape(-1).float() for t in tensors])
+        self._comm.Bcast(flat.numpy(), root=0)
+        offset = 0
+        with torch.no_grad():
+            for t in tensors:
+                n = t.numel()
+                t.copy_(flat[offset:offset + n].view_as(t))
+                offset += n
+
+    def average_gradients(self, params: Iterable[torch.nn.Parameter]) -> None:
+        """Replace each gradient by its mean over ranks: one allreduce of one reused flat buffer."""
+        if self.size == 1:
+            return
+        params = [p for p in params if p.grad is not None]
+        n = sum(p.numel() for p in params)
+        if self._flat is None or self._flat.numel() != n:
+            self._flat = torch.empty(n, dtype=torch.float32)
+        flat, offset = self._flat, 0
+        for p in params:
+            flat[offset:offset + p.numel()].copy_(p.grad.reshape(-1))
+            offset += p.numel()
+        start = time.perf_counter()
+        from mpi4py import MPI
+        self._comm.Allreduce(MPI.IN_PLACE, flat.numpy(), op=MPI.SUM)
+        self.seconds += time.perf_counter() - start
+        flat.div_(self.size)
+        offset = 0
+        for p in params:
+            p.grad.copy_(flat[offset:offset + p.numel()].view_as(p.grad))
+            offset += p.numel()
+
+    def check_synced(self, module: torch.nn.Module) -> None:
+        """Raise RanksOutOfSync unless every rank holds bit-identical parameters and buffers."""
+        if self.size == 1:
+            return
+        digest = parameter_digest(module)
+        digests = self._comm.allgather(digest)
+        if len(set(digests)) != 1:
+            bad = [r for r, d in enumerate(digests) if d != digests[0]]
+            raise RanksOutOfSync(f"ranks {bad} hold parameters that differ from rank 0's")
+
+    # ------------------------------------------------------------------ statistics
+    def allgather(self, obj: Any) -> list:
+        """Every rank's `obj`, in rank order (small picklable objects only)."""
+        return [obj] if self.size == 1 else self._comm.allgather(obj)
+
+    def gather(self, obj: Any) -> list | None:
+        """Every rank's `obj` on rank 0 (None on the others)."""
+        return [obj] if self.size == 1 else self._comm.gather(obj, root=0)
+
+    def mean(self, x: np.ndarray) -> np.ndarray:
+        """Elementwise mean of a float64 array over ranks."""
+        x = np.asarray(x, np.float64)
+        if self.size == 1:
+            return x
+        from mpi4py import MPI
+        out = np.empty_like(x)
+        self._comm.Allreduce(x, out, op=MPI.SUM)
+        return out / self.size
+
+    def bcast(self, obj: Any) -> Any:
+        """Rank 0's `obj` on every rank."""
+        return obj if self.size == 1 else self._comm.bcast(obj, root=0)
+
+    def barrier(self) -> None:
+        if self.size > 1:
+            self._comm.Barrier()
+
+    # ------------------------------------------------------------------ failure
+    def agree(self, error: BaseException | None) -> None:
+        """Collective: if any rank passes an error, raise it on every rank (the lowest rank's).
+
+        Used after set-up steps that may fail on some ranks only, so no rank is left waiting in a
+        collective for one that has given up. The raised error has `all_ranks = True`.
+        """
+        message = None if error is None else (type(error).__name__, str(error))
+        messages = self.allgather(message)
+        for rank, m in enumerate(messages):
+            if m is not None:
+                if error is not None and rank == self.rank and isinstance(error, PPO1Error):
+                    err = error
+                else:
+                    err = PPO1Error(m[1] if m[0] in ("PPO1Error", "RanksOutOfSync") else f"{m[0]}: {m[1]}")
+                err.all_ranks = True
+                raise err
+
+    def abort(self, code: int = 1) -> None:
+        """End every rank of the job now (MPI_Abort); in one process, exit."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if self.size > 1:
+            self._comm.Abort(code)
+        sys.exit(code)
+
+
+def parameter_digest(module: torch.nn.Module) -> str:
+    """A hash of the bytes of every parameter and buffer (equal iff bit-identical)."""
+    h = hashlib.blake2b(digest_size=16)
+    for name, t in module.state_dict().items():
+        h.update(name.encode())
+        h.update(t.detach().contiguous().numpy().tobytes())
+    return h.hexdigest()

@@ -1,0 +1,237 @@
+"""Atari environments on gymnasium + ale-py with the DeepMind preprocessing.
+
+The preprocessing of baselines' `make_atari` + `wrap_deepmind`, fused into one class that drives the
+emulator (`ale_py.ALEInterface`) directly, so no RGB frame is built for the 3 of 4 skipped frames:
+
+    reset: 1..30 random no-ops, then FIRE (where the game has it)
+    step:  repeat the action for 4 frames, max over the last two frames, grayscale, 84x84 (INTER_AREA)
+    train: a lost life ends the agent's episode (not the game); rewards are sign-clipped
+    obs:   the last 4 frames, oldest first: (4, 84, 84) uint8
+
+Episode statistics are always those of the real game: all lives, unclipped score, real length.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Any
+
+import cv2
+import numpy as np
+
+from ppo1 import PPO1Error
+
+FRAME_SKIP = 4
+FRAME_SIZE = 84
+FRAME_STACK = 4
+NOOP_MAX = 30
+MAX_EPISODE_FRAMES = 108_000
+
+
+def _gym():
+    """Import gymnasium with the ALE envs registered (ROMs ship inside ale-py)."""
+    import ale_py
+    import gymnasium
+
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner on every ROM load
+    gymnasium.register_envs(ale_py)
+    return gymnasium
+
+
+def make_ale_env(env_id: str, render_mode: str | None = None):
+    """Create the raw gymnasium AtariEnv for `env_id` with frameskip 1 (we skip frames ourselves).
+
+    `<Game>NoFrameskip-v4` keeps its deterministic actions; `ALE/<Game>-v5` keeps its sticky actions
+    (repeat_action_probability 0.25). Raises PPO1Error for an id that is unknown or not an Atari game.
+    """
+    gymnasium = _gym()
+    try:
+        spec = gymnasium.spec(env_id)
+    except gymnasium.error.Error as e:
+        raise PPO1Error(f"--env_name={env_id!r} is not a known environment id ({e}); "
+                        "use an Atari id such as PongNoFrameskip-v4 or ALE/Pong-v5") from None
+    if not str(spec.entry_point).startswith("ale_py"):
+        raise PPO1Error(f"--env_name={env_id!r} is not an Atari game; use an id such as PongNoFrameskip-v4 "
+                        "or ALE/Pong-v5")
+    kwargs: dict[str, Any] = {"frameskip": 1, "max_num_frames_per_episode": MAX_EPISODE_FRAMES}
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
+    return gymnasium.make(env_id, disable_env_checker=True, **kwargs).unwrapped
+
+
+def env_seed(seed: int, rank: int, index: int) -> np.random.SeedSequence:
+    """A distinct seed sequence for env `index` of rank `rank` of a run seeded with `seed`."""
+    return np.random.SeedSequence([seed, rank, index])
+
+
+@dataclasses.dataclass
+class Episode:
+    """One finished real game: unclipped score over all lives, length in agent steps, wall time."""
+
+    ret: float
+    length: int
+    time: float
+    truncated: bool = False  # cut by the 108,000-frame limit rather than ended by the game
+
+
+class AtariEnv:
+    """One Atari game with the DeepMind preprocessing; see the module docstring.
+
+    `training=True` gives the training semantics (life loss ends the agent's episode, clipped
+    rewards); `training=False` plays whole games with raw scores, as play and movie do.
+    """
+
+    def __init__(self, env_id: str, seed: np.random.SeedSequence, training: bool = True,
+                 render_mode: str | None = None):
+        self.env_id = env_id
+        self.training = training
+        self.gym_env = make_ale_env(env_id, render_mode=render_mode)
+        ale_seed, noop_seed = seed.spawn(2)
+        self.gym_env.reset(seed=int(ale_seed.generate_state(1)[0] % (2**31 - 1)))
+        self.ale = self.gym_env.ale
+        self.action_set = list(self.gym_env._action_set)
+        self.num_actions = len(self.action_set)
+        meanings = self.gym_env.get_action_meanings()
+        self.has_fire = len(meanings) >= 3 and meanings[1] == "FIRE"
+        self.rng = np.random.default_rng(noop_seed)
+        h, w = self.ale.getScreenDims()
+        self._raw = np.zeros((2, h, w), np.uint8)                  # last two grayscale frames
+        self.stack = np.zeros((FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
+        self.lives = 0
+        self.ep_return = 0.0
+        self.ep_length = 0
+        self.ep_start = time.time()
+
+    # ---------------------------------------------------------------- emulator
+    def _skip(self, action: int) -> tuple[float, bool]:
+        """Repeat `action` for 4 frames; grab the last two screens. Returns (raw reward, game over)."""
+        ale, a = self.ale, self.action_set[action]
+        reward = 0.0
+        for i in range(FRAME_SKIP):
+            reward += ale.act(a)
+            if i >= FRAME_SKIP - 2:
+                ale.getScreenGrayscale(self._raw[i - (FRAME_SKIP - 2)])
+            if ale.game_over():  # the screen no longer matters: the game is reset next
+                return reward, True
+        return reward, False
+
+    def _frame(self) -> np.ndarray:
+        """The max over the last two screens, resized to 84x84: (84, 84) uint8."""
+        frame = np.maximum(self._raw[0], self._raw[1])
+        return cv2.resize(frame, (FRAME_SIZE, FRAME_SIZE), interpolation=cv2.INTER_AREA)
+
+    def _push(self, frame: np.ndarray) -> None:
+        self.stack[:-1] = self.stack[1:]
+        self.stack[-1] = frame
+
+    def _internal_step(self, action: int) -> bool:
+        """A step the agent does not choose (reset no-ops/FIRE): counts toward the real score."""
+        r, over = self._skip(action)
+        self.ep_return += r
+        return over
+
+    def _start(self) -> None:
+        """What baselines' EpisodicLife + FireReset do after a lost life: NOOP, then FIRE, RIGHT."""
+        self._internal_step(0)
+        if self.has_fire:
+            self._internal_step(1)
+            self._internal_step(2)
+
+    # ---------------------------------------------------------------- API
+    def reset(self) -> np.ndarray:
+        """Start a new real game. Returns obs (4, 84, 84) uint8, the first frame repeated."""
+        for _attempt in range(10):
+            self.ale.reset_game()
+            self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+            over = False
+            for _ in range(int(self.rng.integers(1, NOOP_MAX + 1))):  # raw-frame no-ops
+                self.ep_return += self.ale.act(self.action_set[0])
+                if over := self.ale.game_over():
+                    break
+            if not over and self.has_fire:
+                over = self._internal_step(1) or self._internal_step(2)
+            if not over:
+                break
+        self.ale.getScreenGrayscale(self._raw[0])
+        self._raw[1] = self._raw[0]
+        self.stack[:] = self._frame()
+        self.lives = self.ale.lives()
+        return self.stack
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, Episode | None]:
+        """Take one agent step.
+
+        Returns (obs, reward, done, episode): reward is sign-clipped when training; done is True
+        when the agent's episode ended (a lost life when training, else game over); episode is the
+        finished real game or None. When done, `obs` is already the first observation of what
+        follows (auto-reset). As in baselines, a game cut by the 108,000-frame limit counts as done.
+        """
+        reward, over = self._skip(action)
+        self.ep_return += reward
+        self.ep_length += 1
+        lives = self.ale.lives()
+        life_lost = self.training and 0 < lives < self.lives
+        self.lives = lives
+        episode = None
+        if over:
+            episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
+                              bool(self.ale.game_truncated()))
+            obs = self.reset()
+        else:
+            if life_lost:
+                self._start()
+            self._push(self._frame())
+            obs = self.stack
+        if self.training:
+            reward = float(np.sign(reward))
+        return obs, reward, over or life_lost, episode
+
+    def rgb(self) -> np.ndarray:
+        """The current emulator screen as RGB: (210, 160, 3) uint8."""
+        return self.ale.getScreenRGB()
+
+    def close(self) -> None:
+        self.gym_env.close()
+
+
+class VecAtari:
+    """k AtariEnvs of one rank, stepped together so the policy runs one batched forward pass."""
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, training: bool = True):
+        self.envs = [AtariEnv(env_id, env_seed(seed, rank, i), training=training) for i in range(num_envs)]
+        self.num_envs = num_envs
+        self.num_actions = self.envs[0].num_actions
+        self.obs = np.zeros((num_envs, FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
+
+    def reset(self) -> np.ndarray:
+        """Reset all games. Returns obs (k, 4, 84, 84) uint8 (a buffer reused across calls)."""
+        for i, env in enumerate(self.envs):
+            self.obs[i] = env.reset()
+        return self.obs
+
+    def step(self, actions: np.ndarray):
+        """Step every env with actions (k,). Returns (obs (k,4,84,84) uint8, rewards (k,) float32,
+        dones (k,) bool, finished real games [Episode])."""
+        k = self.num_envs
+        rewards = np.zeros(k, np.float32)
+        dones = np.zeros(k, bool)
+        episodes = []
+        for i, env in enumerate(self.envs):
+            obs, rewards[i], dones[i], ep = env.step(int(actions[i]))
+            self.obs[i] = obs
+            if ep is not None:
+                episodes.append(ep)
+        return self.obs, rewards, dones, episodes
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def cpu_count() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1

@@ -1,0 +1,96 @@
+"""Proximal Policy Optimization (Schulman et al., 2017): the loss, the schedules and the update epochs.
+
+The training loop that ties them to rollouts, MPI and checkpoints is `ppo1.train`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.distributions import Categorical
+
+from ppo1.distributed import Comm
+
+
+def linear_alpha(timesteps: int, env_steps: int) -> float:
+    """The annealing factor alpha = 1 - t / env_steps, floored at 0 (paper Table 5, baselines 'linear')."""
+    return max(1.0 - timesteps / env_steps, 0.0)
+
+
+def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor,
+                      clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """L^CLIP of the paper's eq. (7), as a loss to minimise.
+
+    -E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)] with r_t = pi(a_t|s_t) / pi_old(a_t|s_t).
+    Returns (loss, fraction of samples whose ratio lies outside [1 - eps, 1 + eps]).
+    """
+    ratio = torch.exp(logp - old_logp)
+    surr1 = ratio * adv
+    surr2 = torch.clamp(ratio, 1.0 - clip, 1.0 + clip) * adv
+    clipfrac = ((ratio - 1.0).abs() > clip).float().mean()
+    return -torch.min(surr1, surr2).mean(), clipfrac
+
+
+def ppo_loss(logits: torch.Tensor, values: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
+             adv: torch.Tensor, returns: torch.Tensor, clip: float, vf_coef: float,
+             ent_coef: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The paper's eq. (9) as a loss: L^CLIP + c1 * (V - V^targ)^2 - c2 * entropy (baselines pposgd_simple).
+
+    logits (B, A), values (B,), actions (B,), old_logp (B,), adv (B,), returns (B,).
+    Returns (total loss, dict of detached statistics).
+    """
+    dist = Categorical(logits=logits)
+    logp = dist.log_prob(actions)
+    pol_loss, clipfrac = clipped_surrogate(logp, old_logp, adv, clip)
+    vf_loss = (values - returns).pow(2).mean()
+    entropy = dist.entropy().mean()
+    total = pol_loss + vf_coef * vf_loss - ent_coef * entropy
+    approx_kl = (old_logp - logp).mean()
+    stats = {"pol_loss": pol_loss, "vf_loss": vf_loss, "entropy": entropy,
+             "approx_kl": approx_kl, "clipfrac": clipfrac}
+    return total, {k: v.detach() for k, v in stats.items()}
+
+
+def standardize(x: np.ndarray) -> np.ndarray:
+    """(x - mean) / std over the rank's batch, as baselines standardizes advantages."""
+    return ((x - x.mean()) / (x.std() + 1e-8)).astype(np.float32)
+
+
+def explained_variance(pred: np.ndarray, target: np.ndarray) -> float:
+    """1 - Var[target - pred] / Var[target]: 1 is perfect, 0 no better than a constant; nan if Var[target] = 0."""
+    var = np.var(target)
+    return float("nan") if var == 0 else float(1.0 - np.var(target - pred) / var)
+
+
+STAT_KEYS = ("pol_loss", "vf_loss", "entropy", "approx_kl", "clipfrac")
+
+
+def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm, rng: np.random.Generator,
+           obs: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor,
+           returns: torch.Tensor, *, clip: float, lr: float, epochs: int, minibatch: int,
+           vf_coef: float, ent_coef: float) -> dict[str, float]:
+    """`epochs` passes over the rank's batch in shuffled minibatches of `minibatch` samples.
+
+    Each minibatch: loss -> backward -> gradients averaged over ranks -> Adam step with step size
+    `lr`. All tensors have the batch first: obs (N, 4, 84, 84) uint8, the rest (N,).
+    Returns the mean of each statistic over all minibatches of this rank.
+    """
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    params = [p for p in policy.parameters()]
+    n = obs.shape[0]
+    totals = torch.zeros(len(STAT_KEYS))
+    count = 0
+    for _ in range(epochs):
+        perm = torch.from_numpy(rng.permutation(n))
+        for start in range(0, n, minibatch):
+            idx = perm[start:start + minibatch]
+            logits, values = policy(obs[idx])
+            loss, stats = ppo_loss(logits, values, actions[idx], old_logp[idx], adv[idx], returns[idx],
+                                   clip, vf_coef, ent_coef)
+            optimizer.zero_grad(set_to_none=False)
+            loss.backward()
+            comm.average_gradients(params)
+            optimizer.step()
+            totals += torch.stack([stats[k] for k in STAT_KEYS])
+            count += 1
+    return dict(zip(STAT_KEYS, (totals / count).tolist()))

@@ -1,0 +1,67 @@
+"""Collecting a segment of T steps from the k envs of one rank, with batched inference."""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import torch
+
+from ppo1.envs import Episode, VecAtari
+
+
+@dataclasses.dataclass
+class Segment:
+    """T steps of k actors. dones[t] is True when step t ended the agent's episode."""
+
+    obs: np.ndarray         # (T, k, 4, 84, 84) uint8: observation before step t
+    actions: np.ndarray     # (T, k) int64
+    logp: np.ndarray        # (T, k) float32: log pi_old(a_t | s_t)
+    values: np.ndarray      # (T, k) float32: V_old(s_t)
+    rewards: np.ndarray     # (T, k) float32 (clipped when training)
+    dones: np.ndarray       # (T, k) bool
+    last_value: np.ndarray  # (k,) float32: V_old of the observation after the last step
+    episodes: list[Episode]  # real games that finished during the segment
+
+
+class Collector:
+    """Steps k envs for T steps per call, reusing its buffers; times env and inference separately."""
+
+    def __init__(self, venv: VecAtari, policy: torch.nn.Module, horizon: int):
+        self.venv, self.policy, self.T = venv, policy, horizon
+        k = venv.num_envs
+        self.obs = venv.reset().copy()  # (k, 4, 84, 84) uint8: the next observation
+        self.seg = Segment(
+            obs=np.zeros((horizon, *self.obs.shape), np.uint8),
+            actions=np.zeros((horizon, k), np.int64),
+            logp=np.zeros((horizon, k), np.float32),
+            values=np.zeros((horizon, k), np.float32),
+            rewards=np.zeros((horizon, k), np.float32),
+            dones=np.zeros((horizon, k), bool),
+            last_value=np.zeros(k, np.float32),
+            episodes=[])
+        self.env_seconds = 0.0
+        self.inference_seconds = 0.0
+
+    def collect(self) -> Segment:
+        """Run the policy for T steps in every env. Returns the (reused) Segment buffer."""
+        seg, policy = self.seg, self.policy
+        seg.episodes = []
+        for t in range(self.T):
+            seg.obs[t] = self.obs
+            start = time.perf_counter()
+            action, logp, value = policy.act(torch.from_numpy(seg.obs[t]))
+            mid = time.perf_counter()
+            seg.actions[t] = action.numpy()
+            seg.logp[t] = logp.numpy()
+            seg.values[t] = value.numpy()
+            obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
+            self.obs[:] = obs
+            seg.episodes.extend(episodes)
+            end = time.perf_counter()
+            self.inference_seconds += mid - start
+            self.env_seconds += end - mid
+        start = time.perf_counter()
+        seg.last_value[:] = policy.act(torch.from_numpy(self.obs))[2].numpy()
+        self.inference_seconds += time.perf_counter() - start
+        return seg

@@ -1,0 +1,30 @@
+"""ppo1: MPI-parallel PPO for Atari in PyTorch (a port of OpenAI baselines' ppo1)."""
+from setuptools import find_packages, setup
+
+setup(
+    name="ppo1",
+    version="0.1.0",
+    description="MPI-parallel PPO (Schulman et al., 2017) for Atari in PyTorch",
+    long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["ppo1", "ppo1.*", "bench", "bench.*"]),
+    py_modules=["run_atari"],
+    install_requires=[
+        # The Makefile installs torch==2.13.0 (CPU build) first; this range must admit it.
+        "torch>=2.2,<3",
+        "numpy>=1.24,<3",
+        "mpi4py>=4.0,<5",
+        # MPI from PyPI, so no system package is needed; a system MPI works too.
+        "mpich>=4.2; sys_platform == 'linux'",
+        "gymnasium[atari]>=1.0,<2",
+        "ale-py>=0.10,<1",
+        "opencv-python-headless>=4.8",
+        "moviepy>=2.0,<3",
+        "tensorboard>=2.14,<3",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "pytest-timeout>=2.3"],
+    },
+    entry_points={"console_scripts": ["ppo1=ppo1.cli:main"]},
+)

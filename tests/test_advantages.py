@@ -1,0 +1,62 @@
+import numpy as np
+import pytest
+
+from ppo1.advantages import gae
+
+
+def test_gae_on_a_hand_computed_single_actor_trajectory():
+    # T=3, no episode end: deltas d_t = r_t + g V_{t+1} - V_t, A_t = d_t + g l A_{t+1}
+    g, lam = 0.5, 0.5
+    r = np.array([[1.0], [0.0], [2.0]], np.float32)
+    v = np.array([[0.5], [1.0], [0.0]], np.float32)
+    done = np.zeros((3, 1), bool)
+    last = np.array([4.0], np.float32)
+    d2 = 2.0 + 0.5 * 4.0 - 0.0      # 4.0
+    d1 = 0.0 + 0.5 * 0.0 - 1.0      # -1.0
+    d0 = 1.0 + 0.5 * 1.0 - 0.5      # 1.0
+    a2 = d2
+    a1 = d1 + 0.25 * a2             # 0.0
+    a0 = d0 + 0.25 * a1             # 1.0
+    adv, ret = gae(r, v, done, last, g, lam)
+    np.testing.assert_allclose(adv[:, 0], [a0, a1, a2], rtol=1e-6)
+    np.testing.assert_allclose(ret[:, 0], [a0 + 0.5, a1 + 1.0, a2 + 0.0], rtol=1e-6)
+
+
+def test_episode_end_stops_bootstrapping_and_propagation():
+    g, lam = 0.9, 0.8
+    r = np.array([[1.0], [1.0], [1.0]], np.float32)
+    v = np.array([[2.0], [3.0], [5.0]], np.float32)
+    done = np.array([[False], [True], [False]])    # the episode ends with step 1
+    last = np.array([7.0], np.float32)
+    adv, _ = gae(r, v, done, last, g, lam)
+    a2 = 1.0 + g * 7.0 - 5.0                       # bootstrapped from the value after the segment
+    a1 = 1.0 - 3.0                                 # terminal: no V(s_2), no A_2
+    a0 = (1.0 + g * 3.0 - 2.0) + g * lam * a1
+    np.testing.assert_allclose(adv[:, 0], [a0, a1, a2], rtol=1e-6)
+
+
+def test_last_step_ending_an_episode_ignores_the_bootstrap_value():
+    r = np.array([[1.0]], np.float32)
+    v = np.array([[0.25]], np.float32)
+    adv_a, _ = gae(r, v, np.array([[True]]), np.array([100.0], np.float32), 0.99, 0.95)
+    adv_b, _ = gae(r, v, np.array([[True]]), np.array([-100.0], np.float32), 0.99, 0.95)
+    assert adv_a[0, 0] == adv_b[0, 0] == pytest.approx(0.75)
+
+
+def test_actors_are_independent_columns():
+    rng = np.random.default_rng(0)
+    r, v = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(5, 3)).astype(np.float32)
+    done = rng.random((5, 3)) < 0.3
+    last = rng.normal(size=3).astype(np.float32)
+    adv, ret = gae(r, v, done, last, 0.99, 0.95)
+    for j in range(3):
+        a1, r1 = gae(r[:, j:j + 1], v[:, j:j + 1], done[:, j:j + 1], last[j:j + 1], 0.99, 0.95)
+        np.testing.assert_allclose(adv[:, j], a1[:, 0], rtol=1e-6)
+        np.testing.assert_allclose(ret[:, j], r1[:, 0], rtol=1e-6)
+
+
+def test_lambda_one_gives_discounted_monte_carlo_returns():
+    r = np.array([[1.0], [2.0], [3.0]], np.float32)
+    v = np.array([[9.0], [-4.0], [0.5]], np.float32)
+    _, ret = gae(r, v, np.zeros((3, 1), bool), np.array([10.0], np.float32), 0.5, 1.0)
+    np.testing.assert_allclose(ret[:, 0], [1 + 0.5 * 2 + 0.25 * 3 + 0.125 * 10, 2 + 0.5 * 3 + 0.25 * 10, 3 + 5.0])

@@ -1,0 +1,119 @@
+"""The command line end to end: real games, real `mpirun -np 2`, real files."""
+import csv
+import os
+
+import pytest
+import torch
+
+from conftest import run_cli
+from ppo1 import checkpoint
+
+SHORT = ["--env_steps", "1024", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "128",
+         "--optim_batchsize", "32", "--save_interval", "2"]
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A short 2-rank x 2-env Pong run: 4 iterations of 512 steps."""
+    ck = tmp_path_factory.mktemp("ck")
+    r = run_cli([*SHORT, "--env_steps", "2048", "--checkpoint_dir", str(ck), "--model_name", "pong"], np_=2)
+    return ck, r
+
+
+def test_two_rank_training_logs_iterations_and_writes_progress_csv(trained):
+    ck, r = trained
+    assert r.returncode == 0, r.stderr
+    assert "2 ranks x 2 envs = 4 actors" in r.stdout
+    assert r.stdout.count("ppo1: Pong") == 1, "rank 0 alone prints"
+    progress = rows(ck / "pong" / "progress.csv")
+    assert [int(p["iteration"]) for p in progress] == [1, 2, 3, 4]
+    assert [int(p["timesteps"]) for p in progress] == [512, 1024, 1536, 2048]
+    assert float(progress[0]["clip_param"]) == pytest.approx(0.1)
+    assert float(progress[-1]["stepsize"]) == pytest.approx(2.5e-4 * (1 - 1536 / 2048))
+    assert float(progress[-1]["sps"]) > 0 and float(progress[-1]["entropy"]) > 0
+    for rank in (0, 1):
+        assert (ck / "pong" / f"episodes.rank{rank}.csv").exists()
+
+
+def test_training_writes_a_loadable_checkpoint_with_its_config(trained):
+    ck, _ = trained
+    state = torch.load(ck / "pong" / "latest.pt", weights_only=True)
+    assert state["iteration"] == 4 and state["timesteps"] == 2048 and state["n_actors"] == 4
+    assert state["config"]["env_name"] == "PongNoFrameskip-v4"
+    assert len(state["ranks"]) == 2
+    assert sorted(os.listdir(ck / "pong")).count("config.json") == 1
+    assert checkpoint.load_config(str(ck / "pong")).envs_per_rank == 2
+
+
+def test_rerun_resumes_from_the_checkpoint_without_repeating_flags(trained, tmp_path):
+    ck, _ = trained
+    import shutil
+    shutil.copytree(ck / "pong", tmp_path / "pong")
+    r = run_cli(["--env_steps", "3072", "--checkpoint_dir", str(tmp_path), "--model_name", "pong"], np_=2)
+    assert r.returncode == 0, r.stderr
+    assert "resuming from" in r.stdout
+    progress = rows(tmp_path / "pong" / "progress.csv")
+    assert [int(p["iteration"]) for p in progress] == [1, 2, 3, 4, 5, 6]
+    assert int(progress[-1]["timesteps"]) == 3072
+
+
+def test_single_process_training_without_mpirun(tmp_path):
+    r = run_cli([*SHORT, "--checkpoint_dir", str(tmp_path), "--model_name", "solo"])
+    assert r.returncode == 0, r.stderr
+    assert "1 ranks x 2 envs" in r.stdout
+    assert len(rows(tmp_path / "solo" / "progress.csv")) == 4
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--env_name", "NoSuchGameNoFrameskip-v4"], "--env_name='NoSuchGameNoFrameskip-v4' is not a known environment"),
+    (["--env_name", "CartPole-v1"], "is not an Atari game"),
+    (["--gamma", "1.5"], "--gamma=1.5 is invalid"),
+    (["--optim_epochs", "0"], "--optim_epochs=0 is invalid"),
+    (["--optim_batchsize", "256"], "--optim_batchsize=256 is invalid"),
+    (["--env_steps", "100"], "--env_steps=100 is invalid"),
+    (["--gamma", "abc"], "invalid float value"),
+    (["--model_type", "huge"], "invalid choice"),
+])
+def test_bad_input_ends_all_ranks_with_one_line_and_status_2(tmp_path, args, message):
+    r = run_cli([*SHORT, "--checkpoint_dir", str(tmp_path), *args], np_=2, timeout=60)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("ppo1: error:"), r.stderr
+    assert message in lines[0]
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+def test_checkpoint_of_another_game_is_refused_and_kept(trained, tmp_path):
+    ck, _ = trained
+    import shutil
+    shutil.copytree(ck / "pong", tmp_path / "pong")
+    before = (tmp_path / "pong" / "latest.pt").read_bytes()
+    r = run_cli(["--env_name", "BreakoutNoFrameskip-v4", "--checkpoint_dir", str(tmp_path),
+                 "--model_name", "pong"], np_=2, timeout=60)
+    assert r.returncode == 2
+    assert "trained on PongNoFrameskip-v4, not BreakoutNoFrameskip-v4" in r.stderr
+    assert (tmp_path / "pong" / "latest.pt").read_bytes() == before
+
+
+def test_corrupt_checkpoint_is_an_error_and_is_not_overwritten(tmp_path):
+    run = tmp_path / "bad"
+    run.mkdir()
+    (run / "latest.pt").write_bytes(b"not a checkpoint")
+    r = run_cli([*SHORT, "--checkpoint_dir", str(tmp_path), "--model_name", "bad"], np_=2, timeout=60)
+    assert r.returncode == 2 and "no loadable checkpoint" in r.stderr
+    assert (run / "latest.pt").read_bytes() == b"not a checkpoint"
+
+
+def test_help_explains_every_flag():
+    r = run_cli(["--help"])
+    assert r.returncode == 0
+    for flag in ("--env_name", "--mode", "--env_steps", "--timesteps_per_actorbatch", "--gamma", "--lam",
+                 "--epsilon", "--ent_coef", "--optim_epochs", "--optim_stepsize", "--optim_batchsize", "--seed",
+                 "--model_type", "--model_name", "--checkpoint_dir", "--asset_dir", "--envs_per_rank",
+                 "--save_interval"):
+        assert flag in r.stdout

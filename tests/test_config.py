@@ -1,0 +1,43 @@
+import dataclasses
+
+import pytest
+
+from ppo1 import PPO1Error
+from ppo1.config import Config
+
+
+def test_defaults_are_the_papers_atari_hyperparameters():
+    c = Config()
+    assert (c.timesteps_per_actorbatch, c.optim_stepsize, c.optim_epochs, c.optim_batchsize) == (128, 2.5e-4, 3, 32)
+    assert (c.gamma, c.lam, c.epsilon, c.vf_coef, c.ent_coef) == (0.99, 0.95, 0.1, 1.0, 0.01)
+    assert c.model_type == "small" and c.env_steps == 10_000_000
+
+
+def test_json_round_trip_keeps_every_field():
+    c = Config(env_name="ALE/Breakout-v5", gamma=0.9, envs_per_rank=3, extra={"a": 1})
+    assert Config.from_json(c.to_json()) == c
+
+
+def test_unknown_json_key_is_refused():
+    with pytest.raises(PPO1Error, match="unknown keys"):
+        Config.from_dict({"nope": 1})
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("gamma", 1.5, "gamma=1.5"), ("gamma", 0.0, "gamma=0.0"), ("lam", -0.1, "lam"),
+    ("epsilon", 0.0, "epsilon"), ("optim_epochs", 0, "optim_epochs=0"), ("optim_stepsize", -1.0, "optim_stepsize"),
+    ("timesteps_per_actorbatch", 0, "timesteps_per_actorbatch"), ("envs_per_rank", 0, "envs_per_rank"),
+    ("optim_batchsize", 256, "optim_batchsize=256"), ("model_type", "huge", "model_type"),
+    ("gamma", float("nan"), "gamma"), ("model_name", "a/b", "model_name"),
+])
+def test_out_of_range_value_is_refused_naming_it(field, value, match):
+    with pytest.raises(PPO1Error, match=match):
+        dataclasses.replace(Config(), **{field: value}).validate()
+
+
+def test_iterations_are_whole_and_never_overrun_env_steps():
+    c = Config(env_steps=10_000, timesteps_per_actorbatch=128, envs_per_rank=4)
+    assert c.steps_per_iteration(2) == 1024
+    assert c.num_iterations(2) == 9 and 9 * 1024 <= 10_000
+    with pytest.raises(PPO1Error, match="env_steps=10000"):
+        c.check_fits(32)

@@ -1,0 +1,122 @@
+"""The DeepMind preprocessing on real ALE games."""
+import numpy as np
+import pytest
+
+from ppo1 import PPO1Error
+from ppo1.envs import AtariEnv, VecAtari, env_seed, make_ale_env
+
+
+def play(env, steps, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(steps):
+        out.append(env.step(int(rng.integers(env.num_actions))))
+    return out
+
+
+def test_observation_is_a_stack_of_four_84x84_uint8_frames():
+    env = AtariEnv("PongNoFrameskip-v4", env_seed(0, 0, 0))
+    obs = env.reset()
+    assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
+    assert all(np.array_equal(obs[0], obs[i]) for i in range(4)), "reset repeats the first frame"
+    obs2, reward, done, ep = env.step(0)
+    assert obs2.shape == (4, 84, 84) and obs2.dtype == np.uint8 and isinstance(reward, float)
+
+
+def test_frame_stack_is_oldest_first_newest_last():
+    env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0))
+    env.reset()
+    frames = []
+    for a in [2, 2, 3, 3, 2, 2, 3]:
+        obs, _, done, _ = env.step(a)
+        assert not done
+        frames.append(obs[-1].copy())
+    np.testing.assert_array_equal(obs, np.stack(frames[-4:]))
+    assert not np.array_equal(frames[-1], frames[-4]), "the paddle moved: frames differ"
+
+
+def test_frame_is_max_of_last_two_screens_resized():
+    import cv2
+    env = AtariEnv("PongNoFrameskip-v4", env_seed(1, 0, 0))
+    env.reset()
+    for _ in range(60):
+        obs, *_ = env.step(2)
+    expected = cv2.resize(np.maximum(env._raw[0], env._raw[1]), (84, 84), interpolation=cv2.INTER_AREA)
+    np.testing.assert_array_equal(obs[-1], expected)
+    assert obs[-1].max() > 0
+
+
+def test_training_rewards_are_sign_clipped_but_episode_score_is_raw():
+    env = AtariEnv("SpaceInvadersNoFrameskip-v4", env_seed(0, 0, 0))
+    env.reset()
+    rewards, episode = [], None
+    rng = np.random.default_rng(0)
+    while episode is None:
+        _, r, _, episode = env.step(int(rng.integers(env.num_actions)))
+        rewards.append(r)
+    assert set(rewards) <= {-1.0, 0.0, 1.0}
+    assert sum(rewards) > 0
+    # Space Invaders pays 5..30 points per alien: the real score is far above the clipped sum
+    assert episode.ret >= 5 * sum(rewards)
+
+
+def test_life_loss_ends_a_training_episode_but_not_the_game():
+    env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0), training=True)
+    env.reset()
+    dones, games = 0, []
+    rng = np.random.default_rng(0)
+    while not games:
+        _, _, done, ep = env.step(int(rng.integers(env.num_actions)))
+        dones += done
+        if ep:
+            games.append(ep)
+    assert dones == 5, "4 lost lives + the game over, each ends the agent's episode"
+    assert games[0].length > 0
+
+
+def test_evaluation_env_ends_episodes_only_at_game_over():
+    env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0), training=False)
+    env.reset()
+    rng = np.random.default_rng(0)
+    dones, lengths = 0, []
+    for _ in range(20000):
+        _, _, done, ep = env.step(int(rng.integers(env.num_actions)))
+        dones += done
+        if ep:
+            lengths.append(ep.length)
+            break
+    assert dones == 1 and lengths
+
+
+def test_same_seed_same_game_and_distinct_seeds_differ():
+    def trace(seed_seq):
+        env = AtariEnv("PongNoFrameskip-v4", seed_seq)
+        env.reset()
+        return np.stack([o.copy() for o, *_ in play(env, 200)])
+    a = trace(env_seed(3, 0, 0))
+    b = trace(env_seed(3, 0, 0))
+    c = trace(env_seed(3, 1, 0))
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_vec_env_steps_k_games_with_distinct_seeds():
+    venv = VecAtari("PongNoFrameskip-v4", 3, seed=0, rank=0)
+    obs = venv.reset()
+    assert obs.shape == (3, 4, 84, 84)
+    for _ in range(50):
+        obs, rew, dones, eps = venv.step(np.array([2, 3, 2]))
+    assert rew.shape == (3,) and dones.dtype == bool
+    assert not np.array_equal(obs[0], obs[2]) or not np.array_equal(obs[1], obs[2])
+
+
+def test_v5_ids_are_accepted_with_sticky_actions():
+    env = make_ale_env("ALE/Pong-v5")
+    assert env._frameskip == 1 and env.ale.getFloat("repeat_action_probability") == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("env_id,match", [("NoSuchGameNoFrameskip-v4", "not a known environment"),
+                                          ("CartPole-v1", "not an Atari game")])
+def test_bad_env_id_is_a_clear_error(env_id, match):
+    with pytest.raises(PPO1Error, match=match):
+        make_ale_env(env_id)

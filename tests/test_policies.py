@@ -1,0 +1,47 @@
+import pytest
+import torch
+
+from ppo1 import PPO1Error
+from ppo1.policies import build
+
+
+@pytest.mark.parametrize("model_type,hidden,convs", [("small", 256, 2), ("large", 512, 3)])
+def test_policy_maps_uint8_frames_to_logits_and_values(model_type, hidden, convs):
+    policy = build(model_type, 6)
+    obs = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
+    logits, value = policy(obs)
+    assert logits.shape == (5, 6) and value.shape == (5,)
+    assert logits.dtype == torch.float32
+    assert sum(isinstance(m, torch.nn.Conv2d) for m in policy.modules()) == convs
+    assert policy.torso[-2].out_features == hidden
+
+
+def test_normc_init_gives_unit_rows_and_a_small_policy_head():
+    policy = build("small", 6)
+    torch.testing.assert_close(policy.pi.weight.norm(dim=1), torch.full((6,), 0.01))
+    torch.testing.assert_close(policy.vf.weight.norm(dim=1), torch.ones(1))
+    assert torch.all(policy.pi.bias == 0)
+    # a fresh policy is near-uniform
+    probs = torch.softmax(policy(torch.zeros(1, 4, 84, 84, dtype=torch.uint8))[0], -1)
+    assert torch.allclose(probs, torch.full_like(probs, 1 / 6), atol=0.01)
+
+
+def test_frames_are_scaled_inside_the_model():
+    policy = build("small", 3)
+    obs = torch.full((1, 4, 84, 84), 255, dtype=torch.uint8)
+    manual = policy.pi(policy.torso(torch.ones(1, 4, 84, 84)))
+    torch.testing.assert_close(policy(obs)[0], manual)
+
+
+def test_act_samples_valid_actions_and_greedy_takes_argmax():
+    policy = build("small", 4)
+    obs = torch.randint(0, 256, (64, 4, 84, 84), dtype=torch.uint8)
+    a, logp, v = policy.act(obs)
+    assert a.min() >= 0 and a.max() < 4 and logp.shape == v.shape == (64,)
+    g, _, _ = policy.act(obs, greedy=True)
+    assert torch.equal(g, policy(obs)[0].argmax(-1))
+
+
+def test_unknown_model_type_is_refused():
+    with pytest.raises(PPO1Error, match="model_type='huge'"):
+        build("huge", 4)
