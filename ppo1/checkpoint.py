@@ -21,6 +21,12 @@ from ppo1.config import Config
 LATEST = "latest.pt"
 CONFIG = "config.json"
 FORMAT = 1
+
+
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (disk full, file too large, I/O error); older ones are intact."""
+
+
 _CKPT_RE = re.compile(r"^ckpt-(\d+)\.pt$")
 
 
@@ -73,11 +79,15 @@ def list_checkpoints(run_dir: str) -> list[str]:
 def save(run_dir: str, state: dict, config: Config, keep: int = 3) -> str:
     """Write state as ckpt-<iteration>.pt, point latest.pt at it, write config.json, keep the newest `keep`.
 
-    Returns the checkpoint's path. On any failure the previous checkpoints are untouched.
+    Returns the checkpoint's path. Raises CheckpointWriteError if the file cannot be written; the
+    previous checkpoints are then untouched.
     """
-    os.makedirs(run_dir, exist_ok=True)
     path = checkpoint_path(run_dir, state["iteration"])
-    atomic_write(path, lambda f: torch.save(state, f))
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        atomic_write(path, lambda f: torch.save(state, f))
+    except (OSError, RuntimeError) as e:  # torch.save reports a short write as RuntimeError
+        raise CheckpointWriteError(f"{type(e).__name__}: {e}".splitlines()[0]) from e
     latest = os.path.join(run_dir, LATEST)
     tmp = os.path.join(run_dir, f".{LATEST}.tmp{os.getpid()}")
     try:

@@ -36,7 +36,10 @@ _HELP = {
     "save_interval": "iterations between checkpoints (one is always written at the end)",
     "sync_check_interval": "iterations between checks that all ranks hold identical parameters",
     "num_threads": "torch threads per rank; 0 = cores available divided by the ranks on the node",
+    "keep_checkpoints": "numbered checkpoints to keep (latest.pt always points at the newest)",
+    "deterministic": "1 torch thread per rank and deterministic kernels, so a resumed run is bit-identical",
 }
+
 
 def _whole(text: str) -> int:
     """An int flag that also takes 1e6 or 10_000_000."""
@@ -80,10 +83,20 @@ def build_parser() -> argparse.ArgumentParser:
         kind = type(default)
         kwargs = {"type": _whole if kind is int else kind, "default": argparse.SUPPRESS,
                   "help": f"{_HELP[f.name]} (default: {default})"}
+        if kind is bool:
+            kwargs = {"action": argparse.BooleanOptionalAction, "default": argparse.SUPPRESS,
+                      "help": f"{_HELP[f.name]} (default: {default})"}
         if f.name == "model_type":
             kwargs["choices"] = ("small", "large")
         p.add_argument(f"--{f.name}", **kwargs)
+    p.add_argument("--fresh", action="store_true",
+                   help="train from scratch: move an existing run directory aside (to <run>.old-<time>) "
+                        "instead of resuming")
+    p.add_argument("--stop_after_iterations", type=_whole, default=0, metavar="N",
+                   help="train mode: end this invocation after N iterations (checkpointed; the schedule still "
+                        "runs over --env_steps, so running again resumes it)")
     return p
+
 
 def build_config(args: argparse.Namespace) -> Config:
     """Config from the flags given; on top of the run's saved config.json when there is one."""
@@ -91,10 +104,11 @@ def build_config(args: argparse.Namespace) -> Config:
     run_dir = os.path.join(given.get("checkpoint_dir", Config.checkpoint_dir),
                            given.get("model_name", Config.model_name))
     base = Config()
-    if os.path.exists(os.path.join(run_dir, "config.json")):
+    if not getattr(args, "fresh", False) and os.path.exists(os.path.join(run_dir, "config.json")):
         from ppo1.checkpoint import load_config
         base = load_config(run_dir)
     return dataclasses.replace(base, **given).validate()
+
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
@@ -114,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         comm.agree(error)
         if args.mode == "train":
             from ppo1.train import train
-            train(config, comm, log=print if comm.is_root else (lambda *a, **k: None))
+            code = train(config, comm, log=print if comm.is_root else (lambda *a, **k: None),
+                         fresh=args.fresh, stop_after=args.stop_after_iterations)["exit_code"]
+            return code
         else:
             raise PPO1Error(f"--mode={args.mode} is not implemented yet")
         return 0

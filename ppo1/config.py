@@ -42,6 +42,8 @@ class Config:
     save_interval: int = 50              # iterations between checkpoints (and one at the end)
     sync_check_interval: int = 10        # iterations between checks that ranks hold identical parameters
     num_threads: int = 0                 # torch threads per rank; 0 = cores available / ranks on the node
+    keep_checkpoints: int = 3            # numbered checkpoints kept (latest.pt is always the newest)
+    deterministic: bool = False          # 1 thread per rank + deterministic torch kernels: bit-exact resume
     extra: dict = field(default_factory=dict)  # room for later settings without breaking old JSON
 
     # ------------------------------------------------------------------ derived
@@ -88,7 +90,7 @@ class Config:
         if not finite("adam_epsilon") > 0.0:
             bad("adam_epsilon", "> 0")
         for name in ("timesteps_per_actorbatch", "optim_epochs", "optim_batchsize", "envs_per_rank",
-                     "save_interval", "sync_check_interval", "env_steps"):
+                     "save_interval", "sync_check_interval", "env_steps", "keep_checkpoints"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 bad(name, "a whole number >= 1")
         if self.optim_batchsize > self.timesteps_per_actorbatch:

@@ -19,6 +19,7 @@ from typing import Any
 
 import cv2
 import numpy as np
+import torch
 
 from ppo1 import PPO1Error
 
@@ -187,6 +188,22 @@ class AtariEnv:
             reward = float(np.sign(reward))
         return obs, reward, over or life_lost, episode
 
+    def get_state(self) -> dict:
+        """Everything needed to continue this game exactly: emulator (with its RNG), no-op RNG, frames,
+        lives and the running real-game statistics. Only tensors, bytes and plain values (weights_only-safe)."""
+        return {"ale": self.ale.cloneState(include_rng=True).serialize(),
+                "rng": self.rng.bit_generator.state, "stack": torch.from_numpy(self.stack.copy()),
+                "lives": self.lives, "ep_return": self.ep_return, "ep_length": self.ep_length}
+
+    def set_state(self, state: dict) -> None:
+        """Restore what get_state() returned."""
+        import ale_py
+        self.ale.restoreState(ale_py.ALEState(state["ale"]))
+        self.rng.bit_generator.state = state["rng"]
+        self.stack[:] = state["stack"].numpy()
+        self.lives, self.ep_return, self.ep_length = state["lives"], state["ep_return"], state["ep_length"]
+        self.ep_start = time.time()
+
     def rgb(self) -> np.ndarray:
         """The current emulator screen as RGB: (210, 160, 3) uint8."""
         return self.ale.getScreenRGB()
@@ -223,6 +240,16 @@ class VecAtari:
             if ep is not None:
                 episodes.append(ep)
         return self.obs, rewards, dones, episodes
+
+    def get_state(self) -> list[dict]:
+        return [env.get_state() for env in self.envs]
+
+    def set_state(self, states: list[dict]) -> np.ndarray:
+        """Restore every env; returns the current observations (k, 4, 84, 84) uint8."""
+        for i, (env, state) in enumerate(zip(self.envs, states, strict=True)):
+            env.set_state(state)
+            self.obs[i] = env.stack
+        return self.obs
 
     def close(self) -> None:
         for env in self.envs:

@@ -27,10 +27,11 @@ class Segment:
 class Collector:
     """Steps k envs for T steps per call, reusing its buffers; times env and inference separately."""
 
-    def __init__(self, venv: VecAtari, policy: torch.nn.Module, horizon: int):
+    def __init__(self, venv: VecAtari, policy: torch.nn.Module, horizon: int, obs: np.ndarray):
+        """obs: (k, 4, 84, 84) uint8, the envs' current observations (from reset or a restored state)."""
         self.venv, self.policy, self.T = venv, policy, horizon
         k = venv.num_envs
-        self.obs = venv.reset().copy()  # (k, 4, 84, 84) uint8: the next observation
+        self.obs = obs.copy()  # (k, 4, 84, 84) uint8: the next observation
         self.seg = Segment(
             obs=np.zeros((horizon, *self.obs.shape), np.uint8),
             actions=np.zeros((horizon, k), np.int64),

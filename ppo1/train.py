@@ -4,6 +4,7 @@ from __future__ import annotations
 import collections
 import os
 import random
+import signal
 import time
 
 import cv2
@@ -22,32 +23,67 @@ from ppo1.rollout import Collector
 
 
 def configure_threads(config: Config, comm: Comm) -> int:
-    """torch threads per rank: --num_threads, or the cores available divided by the ranks on this node."""
-    n = config.num_threads or max(1, cpu_count() // comm.local_size)
+    """torch threads per rank: 1 if --deterministic, else --num_threads, else cores / ranks on this node."""
+    n = 1 if config.deterministic else config.num_threads or max(1, cpu_count() // comm.local_size)
     torch.set_num_threads(n)
+    torch.use_deterministic_algorithms(config.deterministic)
     cv2.setNumThreads(1)
     return n
 
 
-def _rank_rng(config: Config, rank: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence([config.seed, rank, 2**31 - 1]))
+class StopRequest:
+    """SIGINT/SIGTERM: finish the current iteration, checkpoint, exit. A second signal exits at once."""
+
+    def __init__(self):
+        self.signum = 0
+        self._previous: dict = {}
+
+    def __enter__(self) -> "StopRequest":
+        for s in (signal.SIGINT, signal.SIGTERM):
+            self._previous[s] = signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
+
+    def _handle(self, signum, frame) -> None:
+        if self.signum:
+            raise KeyboardInterrupt
+        self.signum = signum
 
 
-def train(config: Config, comm: Comm, log=print) -> dict:
-    """Train until config.env_steps agent steps (whole iterations). Returns the final counters.
+def _move_aside(run_dir: str) -> str | None:
+    """Rename an existing run directory to <run_dir>.old-<time>; returns the new name."""
+    if not os.path.exists(run_dir):
+        return None
+    target = f"{run_dir.rstrip(os.sep)}.old-{time.strftime('%Y%m%d-%H%M%S')}"
+    n = 1
+    while os.path.exists(target):
+        target = f"{run_dir.rstrip(os.sep)}.old-{time.strftime('%Y%m%d-%H%M%S')}-{n}"
+        n += 1
+    os.rename(run_dir, target)
+    return target
 
-    Resumes from the newest checkpoint in config.run_dir when there is one.
+
+def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after: int = 0) -> dict:
+    """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after` iterations.
+
+    Resumes from the newest checkpoint in config.run_dir unless `fresh`, which moves the old run
+    aside. Returns the final counters and the process exit code (0, or 128 + signal number).
     """
     threads = configure_threads(config, comm)
     torch.manual_seed(config.seed * 1000 + comm.rank)
     random.seed(config.seed * 1000 + comm.rank)
-    rng = _rank_rng(config, comm.rank)
+    rng = np.random.default_rng(np.random.SeedSequence([config.seed, comm.rank, 2**31 - 1]))
     n_actors = comm.size * config.envs_per_rank
 
     # -------- set-up: any rank may fail here, so all ranks agree on the outcome before going on
     error, state, venv = None, None, None
     try:
         config.check_fits(comm.size)
+        if fresh and comm.is_root and (moved := _move_aside(config.run_dir)):
+            log(f"ppo1: --fresh: moved the previous run to {moved}")
         venv = VecAtari(config.env_name, config.envs_per_rank, config.seed, comm.rank)
         policy = build(config.model_type, venv.num_actions)
         optimizer = torch.optim.Adam(policy.parameters(), lr=config.optim_stepsize, eps=config.adam_epsilon)
@@ -57,8 +93,7 @@ def train(config: Config, comm: Comm, log=print) -> dict:
                 log(f"ppo1: warning: {p}; using an older checkpoint")
             if state is not None:
                 checkpoint.validate(state, config, venv.num_actions, n_actors)
-                log(f"ppo1: resuming from {path} (iteration {state['iteration']}, "
-                    f"{state['timesteps']} steps)")
+                log(f"ppo1: resuming from {path} (iteration {state['iteration']}, {state['timesteps']} steps)")
     except PPO1Error as e:
         error = e
     comm.agree(error)
@@ -66,11 +101,22 @@ def train(config: Config, comm: Comm, log=print) -> dict:
 
     iteration, timesteps, episodes_total = 0, 0, 0
     recent = collections.deque(maxlen=100)  # (return, length) of the last 100 real games, all ranks
+    obs = venv.reset()
     if state is not None:
         policy.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         iteration, timesteps, episodes_total = state["iteration"], state["timesteps"], state["episodes"]
         recent.extend(zip(state["recent_returns"], state["recent_lengths"]))
+        if state["n_ranks"] == comm.size:
+            mine = state["ranks"][comm.rank]
+            torch.set_rng_state(mine["torch_rng"])
+            rng.bit_generator.state = mine["np_rng"]
+            random.setstate(mine["py_rng"])
+            obs = venv.set_state(mine["envs"])
+        else:
+            log(f"ppo1: the checkpoint ran on {state['n_ranks']} ranks, this run on {comm.size} (same "
+                f"{n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
+        del state
     comm.broadcast_parameters(policy)
     comm.check_synced(policy)
 
@@ -83,68 +129,96 @@ def train(config: Config, comm: Comm, log=print) -> dict:
             f"run dir {config.run_dir}")
         progress = ProgressLog(config.run_dir)
     episode_log = EpisodeLog(config.run_dir, comm.rank)
-    collector = Collector(venv, policy, T)
+    collector = Collector(venv, policy, T, obs)
     update_seconds = 0.0
-    start = time.time()
-    start_steps = timesteps
+    start, start_steps, start_iteration = time.time(), timesteps, iteration
 
-    def save() -> None:
-        ranks = comm.gather({"torch_rng": torch.get_rng_state(), "np_rng": rng.bit_generator.state})
+    def save() -> str | None:
+        """Collective: rank 0 writes a checkpoint of every rank's state. Returns the error, if any."""
+        ranks = comm.gather({"torch_rng": torch.get_rng_state(), "np_rng": rng.bit_generator.state,
+                             "py_rng": random.getstate(), "envs": venv.get_state()})
+        problem = None
         if comm.is_root:
-            checkpoint.save(config.run_dir, {
-                "format": checkpoint.FORMAT, "model": policy.state_dict(), "optimizer": optimizer.state_dict(),
-                "iteration": iteration, "timesteps": timesteps, "episodes": episodes_total,
-                "recent_returns": [r for r, _ in recent], "recent_lengths": [n for _, n in recent],
-                "num_actions": venv.num_actions, "n_actors": n_actors, "n_ranks": comm.size,
-                "config": config.to_dict(), "ranks": ranks}, config)
+            try:
+                checkpoint.save(config.run_dir, {
+                    "format": checkpoint.FORMAT, "model": policy.state_dict(), "optimizer": optimizer.state_dict(),
+                    "iteration": iteration, "timesteps": timesteps, "episodes": episodes_total,
+                    "recent_returns": [r for r, _ in recent], "recent_lengths": [n for _, n in recent],
+                    "num_actions": venv.num_actions, "n_actors": n_actors, "n_ranks": comm.size,
+                    "config": config.to_dict(), "ranks": ranks}, config, keep=config.keep_checkpoints)
+            except checkpoint.CheckpointWriteError as e:
+                problem = f"checkpoint at iteration {iteration} not written ({e}); the previous one is intact"
+        return comm.bcast(problem)
 
-    while iteration < n_iters:
-        alpha = linear_alpha(timesteps, config.env_steps)
-        seg = collector.collect()
-        adv, ret = gae(seg.rewards, seg.values, seg.dones, seg.last_value, config.gamma, config.lam)
-        N = T * k  # samples on this rank
-        t0 = time.perf_counter()
-        stats = update(
-            policy, optimizer, comm, rng,
-            obs=torch.from_numpy(seg.obs.reshape(N, *seg.obs.shape[2:])),
-            actions=torch.from_numpy(seg.actions.reshape(N)),
-            old_logp=torch.from_numpy(seg.logp.reshape(N)),
-            adv=torch.from_numpy(standardize(adv.reshape(N))),
-            returns=torch.from_numpy(ret.reshape(N)),
-            clip=config.epsilon * alpha, lr=config.optim_stepsize * alpha, epochs=config.optim_epochs,
-            minibatch=config.optim_batchsize * k, vf_coef=config.vf_coef, ent_coef=config.ent_coef)
-        update_seconds += time.perf_counter() - t0
-        iteration += 1
-        timesteps += steps_per_iter
+    exit_code, reason = 0, "done"
+    with StopRequest() as stop:
+        while iteration < n_iters:
+            alpha = linear_alpha(timesteps, config.env_steps)
+            seg = collector.collect()
+            adv, ret = gae(seg.rewards, seg.values, seg.dones, seg.last_value, config.gamma, config.lam)
+            N = T * k  # samples on this rank
+            t0 = time.perf_counter()
+            stats = update(
+                policy, optimizer, comm, rng,
+                obs=torch.from_numpy(seg.obs.reshape(N, *seg.obs.shape[2:])),
+                actions=torch.from_numpy(seg.actions.reshape(N)),
+                old_logp=torch.from_numpy(seg.logp.reshape(N)),
+                adv=torch.from_numpy(standardize(adv.reshape(N))),
+                returns=torch.from_numpy(ret.reshape(N)),
+                clip=config.epsilon * alpha, lr=config.optim_stepsize * alpha, epochs=config.optim_epochs,
+                minibatch=config.optim_batchsize * k, vf_coef=config.vf_coef, ent_coef=config.ent_coef)
+            update_seconds += time.perf_counter() - t0
+            iteration += 1
+            timesteps += steps_per_iter
 
-        episode_log.write(seg.episodes, timesteps)
-        finished = [g for games in comm.allgather([(e.ret, e.length) for e in seg.episodes]) for g in games]
-        episodes_total += len(finished)
-        recent.extend(finished)
-        values = np.array([stats[key] for key in sorted(stats)] +
-                          [explained_variance(seg.values.reshape(-1), ret.reshape(-1))])
-        means = comm.mean(values)
-        if iteration % config.sync_check_interval == 0 or iteration == n_iters:
-            comm.check_synced(policy)
-        if comm.is_root:
-            elapsed = time.time() - start
-            row = dict(zip(sorted(stats), means[:-1]))
-            row.update(
-                iteration=iteration, timesteps=timesteps, episodes=episodes_total,
-                ep_return_mean=float(np.mean([r for r, _ in recent])) if recent else float("nan"),
-                ep_length_mean=float(np.mean([n for _, n in recent])) if recent else float("nan"),
-                explained_variance=means[-1], clip_param=config.epsilon * alpha,
-                stepsize=config.optim_stepsize * alpha, sps=(timesteps - start_steps) / max(elapsed, 1e-9),
-                time_elapsed=elapsed, time_env=collector.env_seconds, time_inference=collector.inference_seconds,
-                time_update=update_seconds, time_comm=comm.seconds)
-            progress.write(row)
-        if iteration % config.save_interval == 0 or iteration == n_iters:
-            save()
+            episode_log.write(seg.episodes, timesteps)
+            finished = [g for games in comm.allgather([(e.ret, e.length) for e in seg.episodes]) for g in games]
+            episodes_total += len(finished)
+            recent.extend(finished)
+            values = np.array([stats[key] for key in sorted(stats)] +
+                              [explained_variance(seg.values.reshape(-1), ret.reshape(-1)), stop.signum])
+            means = comm.mean(values)  # also tells every rank whether any rank was signalled
+            if iteration % config.sync_check_interval == 0 or iteration == n_iters:
+                comm.check_synced(policy)
+            if comm.is_root:
+                elapsed = time.time() - start
+                row = dict(zip(sorted(stats), means[:-2]))
+                row.update(
+                    iteration=iteration, timesteps=timesteps, episodes=episodes_total,
+                    ep_return_mean=float(np.mean([r for r, _ in recent])) if recent else float("nan"),
+                    ep_length_mean=float(np.mean([n for _, n in recent])) if recent else float("nan"),
+                    explained_variance=means[-2], clip_param=config.epsilon * alpha,
+                    stepsize=config.optim_stepsize * alpha, sps=(timesteps - start_steps) / max(elapsed, 1e-9),
+                    time_elapsed=elapsed, time_env=collector.env_seconds,
+                    time_inference=collector.inference_seconds, time_update=update_seconds,
+                    time_comm=comm.seconds)
+                progress.write(row)
+
+            if means[-1] > 0:
+                signum = max(comm.allgather(stop.signum)) or signal.SIGTERM
+                exit_code, reason = 128 + signum, f"stopped by {signal.Signals(signum).name}"
+            elif stop_after and iteration - start_iteration >= stop_after:
+                reason = f"stopped after {stop_after} iterations (--stop_after_iterations)"
+            final = exit_code or reason != "done" or iteration == n_iters
+            if final or iteration % config.save_interval == 0:
+                problem = save()
+                if problem and final:
+                    err = PPO1Error(problem)
+                    err.all_ranks = True
+                    raise err
+                if problem and comm.is_root:
+                    log(f"ppo1: warning: {problem}; training continues")
+            if final:
+                break
 
     episode_log.close()
     venv.close()
     if comm.is_root:
         progress.close()
-        log(f"ppo1: done: {timesteps} steps in {iteration} iterations; checkpoint "
-            f"{os.path.join(config.run_dir, checkpoint.LATEST)}")
-    return {"iteration": iteration, "timesteps": timesteps, "episodes": episodes_total}
+        latest = os.path.join(config.run_dir, checkpoint.LATEST)
+        if reason == "done":
+            log(f"ppo1: done: {timesteps} steps in {iteration} iterations; checkpoint {latest}")
+        else:
+            log(f"ppo1: {reason} at iteration {iteration} ({timesteps} of {config.env_steps} steps); "
+                f"checkpoint {latest}; run the same command again to resume")
+    return {"iteration": iteration, "timesteps": timesteps, "episodes": episodes_total, "exit_code": exit_code}

@@ -1,0 +1,172 @@
+"""Exact resume and fault tolerance: real training runs, real signals, real kills."""
+import csv
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import REPO, mpirun_command, run_cli, run_script
+from ppo1 import checkpoint
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# 2 ranks x 2 envs x T=64: 256 steps per iteration
+TINY = ["--envs_per_rank", "2", "--timesteps_per_actorbatch", "64", "--optim_batchsize", "16",
+        "--save_interval", "1", "--deterministic"]
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def latest(run):
+    return torch.load(os.path.join(run, "latest.pt"), weights_only=True)
+
+
+def assert_same_state(a, b):
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+def test_stopped_and_resumed_run_is_bit_identical_to_an_uninterrupted_one(tmp_path):
+    common = [*TINY, "--env_steps", "1024", "--checkpoint_dir", str(tmp_path)]
+    full = run_cli([*common, "--model_name", "full"], np_=2)
+    assert full.returncode == 0, full.stderr
+    part = run_cli([*common, "--model_name", "part", "--stop_after_iterations", "2"], np_=2)
+    assert part.returncode == 0, part.stderr
+    assert "stopped after 2 iterations" in part.stdout and "resume" in part.stdout
+    assert latest(tmp_path / "part")["iteration"] == 2
+    rest = run_cli([*common, "--model_name", "part"], np_=2)
+    assert rest.returncode == 0, rest.stderr
+    assert "resuming from" in rest.stdout
+    a, b = latest(tmp_path / "full"), latest(tmp_path / "part")
+    assert (a["iteration"], a["timesteps"], a["episodes"]) == (b["iteration"], b["timesteps"], b["episodes"]) == \
+        (4, 1024, a["episodes"])
+    assert_same_state(a["model"], b["model"])
+    for sa, sb in zip(a["optimizer"]["state"].values(), b["optimizer"]["state"].values()):
+        assert_same_state(sa, sb)
+    # schedules and statistics continued: every logged number but the timings is identical
+    ra, rb = rows(tmp_path / "full" / "progress.csv"), rows(tmp_path / "part" / "progress.csv")
+    keys = ["iteration", "timesteps", "pol_loss", "vf_loss", "entropy", "approx_kl", "clip_param", "stepsize"]
+    assert [[r[k] for k in keys] for r in ra] == [[r[k] for k in keys] for r in rb]
+    assert [float(r["clip_param"]) for r in rb] == pytest.approx([0.1, 0.075, 0.05, 0.025])
+
+
+def test_env_steps_given_on_resume_extends_the_schedule_not_restarts_it(tmp_path):
+    common = [*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "r"]
+    assert run_cli([*common, "--env_steps", "512"], np_=2).returncode == 0
+    r = run_cli([*common, "--env_steps", "1024"], np_=2)
+    assert r.returncode == 0, r.stderr
+    progress = rows(tmp_path / "r" / "progress.csv")
+    assert [int(p["timesteps"]) for p in progress] == [256, 512, 768, 1024]
+    assert float(progress[2]["clip_param"]) == pytest.approx(0.1 * (1 - 512 / 1024))
+
+
+def test_fresh_moves_the_old_run_aside(tmp_path):
+    common = [*TINY, "--env_steps", "256", "--checkpoint_dir", str(tmp_path), "--model_name", "f"]
+    assert run_cli(common).returncode == 0
+    r = run_cli([*common, "--fresh"])
+    assert r.returncode == 0 and "resuming" not in r.stdout and "moved the previous run" in r.stdout
+    old = [n for n in os.listdir(tmp_path) if n.startswith("f.old-")]
+    assert len(old) == 1 and (tmp_path / old[0] / "latest.pt").exists()
+    assert latest(tmp_path / "f")["iteration"] == 2  # 1 rank x 2 envs x 64 steps: 2 iterations
+
+
+def test_other_rank_count_with_the_same_actors_resumes_with_a_notice(tmp_path):
+    common = ["--timesteps_per_actorbatch", "64", "--optim_batchsize", "16", "--checkpoint_dir", str(tmp_path),
+              "--model_name", "n"]
+    assert run_cli([*common, "--envs_per_rank", "2", "--env_steps", "256"], np_=2).returncode == 0
+    r = run_cli([*common, "--envs_per_rank", "4", "--env_steps", "512"])
+    assert r.returncode == 0, r.stderr
+    assert "ran on 2 ranks, this run on 1" in r.stdout
+    assert latest(tmp_path / "n")["iteration"] == 2
+    bad = run_cli([*common, "--envs_per_rank", "1", "--env_steps", "512"])
+    assert bad.returncode == 2 and "trained with 4 actors" in bad.stderr
+
+
+def test_truncated_newest_checkpoint_is_reported_and_the_previous_used(tmp_path):
+    common = [*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "c"]
+    assert run_cli([*common, "--env_steps", "512"]).returncode == 0
+    newest, previous = checkpoint.list_checkpoints(str(tmp_path / "c"))[:2]   # iterations 4 and 3
+    with open(newest, "r+b") as f:   # latest.pt is the same file
+        f.truncate(os.path.getsize(newest) // 3)
+    r = run_cli([*common, "--env_steps", "768"])
+    assert r.returncode == 0, r.stderr
+    assert "corrupt" in r.stdout and f"resuming from {previous} (iteration 3" in r.stdout
+    assert latest(tmp_path / "c")["iteration"] == 6
+
+
+def _start(args, np_=2):
+    env = dict(os.environ, PYTHONPATH=REPO)
+    cmd = [sys.executable, "-m", "run_atari", *args]
+    if np_ > 1:
+        cmd = mpirun_command(np_) + cmd
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+                            start_new_session=True)
+
+
+def _wait_for_rows(path, n, proc, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path) and len(rows(path)) >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    raise AssertionError("training did not log in time")
+
+
+def test_sigterm_ends_the_iteration_checkpoints_and_resumes(tmp_path):
+    args = [*TINY, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "s"]
+    proc = _start(args)
+    _wait_for_rows(tmp_path / "s" / "progress.csv", 2, proc)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0, "a run stopped by a signal does not report success"
+    assert "stopped by SIGTERM" in out and "run the same command again to resume" in out, out + err
+    done = len(rows(tmp_path / "s" / "progress.csv"))
+    assert latest(tmp_path / "s")["iteration"] == done
+    r = run_cli([*args, "--stop_after_iterations", "1"], np_=2)
+    assert r.returncode == 0 and "resuming from" in r.stdout
+    assert latest(tmp_path / "s")["iteration"] == done + 1
+
+
+def test_a_rank_that_raises_ends_the_whole_job_quickly(tmp_path):
+    start = time.time()
+    r = run_script(os.path.join(HERE, "mpi", "fault_rank.py"), 2, *TINY, "--env_steps", "100000",
+                   "--checkpoint_dir", str(tmp_path), timeout=60)
+    assert r.returncode != 0
+    assert "injected env crash on rank 1" in r.stderr and "rank 1" in r.stderr
+    assert time.time() - start < 45
+
+
+def test_kill_9_at_any_moment_leaves_a_loadable_checkpoint(tmp_path):
+    args = ["--envs_per_rank", "1", "--timesteps_per_actorbatch", "32", "--optim_batchsize", "32",
+            "--save_interval", "1", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path), "--model_name", "k"]
+    rnd = random.Random(0)
+    for attempt in range(5):
+        proc = _start(args, np_=1)
+        _wait_for_rows(tmp_path / "k" / "progress.csv", 1 + 2 * attempt, proc)
+        time.sleep(rnd.uniform(0.0, 0.5))
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        state, path, problems = checkpoint.load_newest(str(tmp_path / "k"))
+        assert state is not None and state["iteration"] >= 1, problems
+
+
+def test_failed_checkpoint_write_warns_keeps_the_previous_and_fails_at_the_end(tmp_path):
+    args = [*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "d"]
+    assert run_cli([*args, "--env_steps", "256"]).returncode == 0
+    before = (tmp_path / "d" / "latest.pt").read_bytes()
+    r = run_script(os.path.join(HERE, "mpi", "small_disk.py"), 1, *args, "--env_steps", "768", timeout=120)
+    # 1 rank x 2 envs x 64 steps: iterations 3..6; 3, 4, 5 fail with a warning, the final one is an error
+    assert "checkpoint at iteration 3 not written" in r.stdout and "training continues" in r.stdout
+    assert r.returncode == 2 and "checkpoint at iteration 6 not written" in r.stderr
+    assert (tmp_path / "d" / "latest.pt").read_bytes() == before
+    assert not [n for n in os.listdir(tmp_path / "d") if ".tmp" in n]
