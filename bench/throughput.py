@@ -1,0 +1,342 @@
+"""Throughput of ppo1's real training loop on this machine: `python -m bench.throughput [--preset P]`.
+
+Each training scenario runs `mpirun -np R python -m bench.worker` (the real `ppo1.train.train`, a
+fresh run in a temporary checkpoint dir, no intermediate checkpoints) for `--warmup` + `--iterations`
+iterations and reports, over the timed iterations only:
+
+    SPS                    agent steps per second summed over all actors
+    env / infer / update   rank 0's share of the wall time stepping games, in batched inference and
+                           in the PPO update (the rest, `other`, is GAE, logging, statistics)
+    allreduce              the gradient allreduces, as a share of the update (per rank: min..max;
+                           the max includes waiting for the slower rank)
+    peak RSS               per rank, MB (getrusage ru_maxrss at the end of the run)
+    ideal, ratio           1 / (1/env + 1/fwd + epochs/train) per rank from the limits measured with
+                           ppo1's own stack at 1 torch thread (bench.limits), times min(ranks, cores);
+                           ratio = SPS / ideal
+
+Presets (the scenarios of issue 5; 8 actors, T=128 and minibatch 32 per actor throughout):
+    paper          small CNN, 3 epochs, 2 ranks x 4 envs
+    equal          large (Nature) CNN, 4 epochs, 2 ranks x 4 envs
+    scaling        small, 3 epochs: 1 rank x 8 envs vs 2 ranks x 4 envs, and the ratio
+    oversubscribe  small, 3 epochs: 4 ranks x 2 envs vs 2 ranks x 4 envs (4 ranks on 2 cores)
+    all            every scenario above
+Without --preset one scenario is built from --ranks, --envs_per_rank, --model_type, ... (defaults:
+paper). `--compare sb3` also times Stable-Baselines3 PPO at its usual Atari settings (bench.sb3).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Targets of issue 5 (this 2-core machine, Pong)
+TARGET_PAPER_SPS = 650.0
+TARGET_PAPER_VS_SB3 = 2.0
+TARGET_EQUAL_VS_SB3 = 1.0
+TARGET_SCALING = 1.7
+TARGET_ALLREDUCE_SHARE = 0.05
+TARGET_RSS_MB = 600.0
+NO_COLLAPSE = 0.75  # 4 ranks on 2 cores keep at least this share of 2 ranks' SPS
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    name: str
+    ranks: int = 2
+    envs_per_rank: int = 4
+    model_type: str = "small"
+    epochs: int = 3
+    minibatch: int = 32      # per actor
+    horizon: int = 128       # T per actor
+
+    @property
+    def actors(self) -> int:
+        return self.ranks * self.envs_per_rank
+
+    @property
+    def label(self) -> str:
+        return (f"{self.ranks}x{self.envs_per_rank} {self.model_type} e{self.epochs} "
+                f"mb{self.minibatch}/actor T{self.horizon}")
+
+
+PAPER = Scenario("paper")
+EQUAL = Scenario("equal", model_type="large", epochs=4)
+ONE_RANK = Scenario("1 rank", ranks=1, envs_per_rank=8)
+FOUR_RANKS = Scenario("4 ranks", ranks=4, envs_per_rank=2)
+PRESETS = {
+    "paper": [PAPER],
+    "equal": [EQUAL],
+    "scaling": [ONE_RANK, PAPER],
+    "oversubscribe": [PAPER, FOUR_RANKS],
+    "all": [PAPER, EQUAL, ONE_RANK, FOUR_RANKS],
+}
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def mpirun(ranks: int) -> list[str]:
+    """The venv's mpirun (the mpich wheel) or the system's, with Open MPI's flags when it is Open MPI."""
+    here = os.path.join(os.path.dirname(sys.executable), "mpirun")
+    exe = here if os.path.exists(here) else shutil.which("mpirun") or shutil.which("mpiexec")
+    if exe is None:
+        raise SystemExit("bench.throughput: error: no mpirun found (pip install mpich mpi4py)")
+    cmd = [exe, "-np", str(ranks)]
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    if "Open MPI" in version or "OpenRTE" in version:
+        cmd[1:1] = ["--oversubscribe", "--allow-run-as-root"]
+    return cmd
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def _run(cmd: list[str], log_path: str, timeout: float) -> None:
+    with open(log_path, "w", encoding="utf-8") as log:
+        r = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=_env(), timeout=timeout)
+    if r.returncode != 0:
+        with open(log_path, encoding="utf-8") as f:
+            tail = f.read()[-4000:]
+        raise SystemExit(f"bench.throughput: error: {' '.join(cmd[:6])} ... exited {r.returncode}:\n{tail}")
+
+
+def _json_subprocess(module: str, args: dict, log_path: str, timeout: float) -> dict:
+    """Run `python -m module JSON` and parse the last line it prints."""
+    _run([sys.executable, "-m", module, json.dumps(args)], log_path, timeout)
+    with open(log_path, encoding="utf-8") as f:
+        return json.loads(f.read().strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------------------------- training
+def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
+    """Time one scenario's real training loop. Returns the measured numbers (see module docstring)."""
+    run = f"{s.name.replace(' ', '-')}-{s.ranks}x{s.envs_per_rank}-{s.model_type}-{time.monotonic_ns()}"
+    spec = {"warmup": args.warmup, "iterations": args.iterations, "config": {
+        "env_name": args.env_name, "env_steps": 10_000_000, "timesteps_per_actorbatch": s.horizon,
+        "optim_epochs": s.epochs, "optim_batchsize": s.minibatch, "model_type": s.model_type,
+        "envs_per_rank": s.envs_per_rank, "num_threads": args.num_threads, "seed": 0,
+        "checkpoint_dir": workdir, "model_name": run, "save_interval": 10**9}}
+    spec_path, out_path = os.path.join(workdir, run + ".spec.json"), os.path.join(workdir, run + ".out.json")
+    with open(spec_path, "w", encoding="utf-8") as f:
+        json.dump(spec, f)
+    load_before = os.getloadavg()
+    _run(mpirun(s.ranks) + [sys.executable, "-m", "bench.worker", spec_path, out_path],
+         os.path.join(workdir, run + ".log"), timeout=300 + 60 * (args.warmup + args.iterations) * s.epochs)
+    with open(out_path, encoding="utf-8") as f:
+        out = json.load(f)
+    with open(os.path.join(workdir, run, "progress.csv"), newline="", encoding="utf-8") as f:
+        rows = [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
+    end = rows[args.warmup + args.iterations - 1]
+    begin = rows[args.warmup - 1] if args.warmup > 0 else {k: 0.0 for k in end}
+    d = {k: end[k] - begin[k] for k in ("timesteps", "time_elapsed", "time_env", "time_inference",
+                                         "time_update", "time_comm")}
+    wall = d["time_elapsed"]
+    ranks = out["ranks"]
+    comm_shares = [r["window_comm_seconds"] / d["time_update"] for r in ranks
+                   if r.get("window_comm_seconds") is not None and d["time_update"] > 0]
+    return {
+        "scenario": dataclasses.asdict(s), "label": s.label, "actors": s.actors,
+        "warmup": args.warmup, "iterations": args.iterations, "steps": d["timesteps"], "seconds": wall,
+        "sps": d["timesteps"] / wall,
+        "share": {"env": d["time_env"] / wall, "inference": d["time_inference"] / wall,
+                  "update": d["time_update"] / wall,
+                  "other": (wall - d["time_env"] - d["time_inference"] - d["time_update"]) / wall},
+        "seconds_per_iteration": {k.removeprefix("time_"): v / args.iterations for k, v in d.items()
+                                  if k.startswith("time_")},
+        "allreduce_share_of_update": d["time_comm"] / d["time_update"] if d["time_update"] > 0 else 0.0,
+        "allreduce_share_of_update_per_rank": comm_shares,
+        "peak_rss_mb": [r["peak_rss_mb"] for r in ranks],
+        "torch_threads": [r["torch_threads"] for r in ranks],
+        "cpu_seconds": [r["cpu_seconds"] for r in ranks],
+        "involuntary_switches": [r["involuntary_switches"] for r in ranks],
+        "load_before": load_before, "load_after": os.getloadavg(),
+    }
+
+
+def median_run(s: Scenario, args: argparse.Namespace, workdir: str, say) -> dict:
+    """run_training `--repeat` times; the run of median SPS, with every SPS in `sps_runs`."""
+    runs = []
+    for i in range(args.repeat):
+        say(f"  {s.name}: {s.label}, run {i + 1}/{args.repeat} ...")
+        runs.append(run_training(s, args, workdir))
+        say(f"    {runs[-1]['sps']:.0f} SPS")
+    runs.sort(key=lambda r: r["sps"])
+    best = dict(runs[(len(runs) - 1) // 2])
+    best["sps_runs"] = [r["sps"] for r in runs]
+    return best
+
+
+# ---------------------------------------------------------------------------------------------- report
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def format_report(report: dict) -> str:
+    lines = [f"ppo1 throughput: {report['env_name']}, {report['cores']} cores, torch {report['torch']}, "
+             f"{report['warmup']} warm-up + {report['iterations']} timed iterations, "
+             f"load {report['load_start'][0]:.2f} at start, {report['load_end'][0]:.2f} at end", ""]
+    head = (f"{'scenario':<9} {'setting':<30} {'SPS':>6} {'env':>4} {'infer':>5} {'update':>6} {'other':>5} "
+            f"{'allred/upd':>10} {'RSS MB/rank':>12} {'ideal':>6} {'ratio':>5}")
+    lines += [head, "-" * len(head)]
+    for r in report["runs"]:
+        sh, lim = r["share"], r.get("limits")
+        per_rank = r["allreduce_share_of_update_per_rank"]
+        allred = (f"{_pct(min(per_rank))}..{_pct(max(per_rank))}" if len(per_rank) > 1
+                  else _pct(r["allreduce_share_of_update"]))
+        rss = "/".join(f"{m:.0f}" for m in r["peak_rss_mb"])
+        ideal = f"{r['ideal_sps']:.0f}" if lim else "-"
+        ratio = f"{r['sps'] / r['ideal_sps']:.2f}" if lim else "-"
+        lines.append(f"{r['scenario']['name']:<9} {r['label']:<30} {r['sps']:>6.0f} {_pct(sh['env']):>4} "
+                     f"{_pct(sh['inference']):>5} {_pct(sh['update']):>6} {_pct(sh['other']):>5} {allred:>10} "
+                     f"{rss:>12} {ideal:>6} {ratio:>5}")
+    if any("limits" in r for r in report["runs"]):
+        lines += ["", "limits per rank (1 process, 1 torch thread, ppo1's own stack):"]
+        for r in report["runs"]:
+            if "limits" in r:
+                lim = r["limits"]
+                lines.append(f"  {r['scenario']['name']:<9} env {lim['env_sps']:.0f} steps/s (k={r['scenario']['envs_per_rank']}), "
+                             f"forward {lim['forward_sps']:.0f} samples/s (batch {lim['forward_batch']}), "
+                             f"train {lim['train_sps']:.0f} samples/s (minibatch {lim['train_minibatch']}) "
+                             f"-> ideal {r['ideal_sps_per_rank']:.0f}/rank x {r['ideal_slots']}")
+    if "sb3" in report:
+        sb = report["sb3"]
+        lines += ["", f"Stable-Baselines3 {sb['version']} PPO: {sb['policy']}, {sb['n_envs']} envs ({sb['vec_env']}), "
+                      f"n_steps {sb['n_steps']}, {sb['n_epochs']} epochs, batch {sb['batch_size']}, "
+                      f"{sb['torch_threads']} torch threads: {sb['sps']:.0f} SPS over {sb['steps']} steps, "
+                      f"peak RSS {sb['peak_rss_mb']:.0f} MB"]
+    if report["comparisons"]:
+        lines += ["", "comparisons:"]
+        lines += [f"  {c['what']:<52} {c['value']:>7.2f}  (target {c['op']} {c['target']:g}: "
+                  f"{'met' if c['met'] else 'MISSED'})" for c in report["comparisons"]]
+    return "\n".join(lines)
+
+
+def comparisons(runs: dict[str, dict], sb3: dict | None) -> list[dict]:
+    out = []
+
+    def add(what, value, op, target):
+        out.append({"what": what, "value": value, "op": op, "target": target,
+                    "met": value >= target if op == ">=" else value <= target})
+
+    if "paper" in runs:
+        add("paper SPS", runs["paper"]["sps"], ">=", TARGET_PAPER_SPS)
+        if sb3:
+            add("paper SPS / SB3 SPS", runs["paper"]["sps"] / sb3["sps"], ">=", TARGET_PAPER_VS_SB3)
+    if "equal" in runs and sb3:
+        add("equal work (large, 4 epochs) SPS / SB3 SPS", runs["equal"]["sps"] / sb3["sps"], ">=", TARGET_EQUAL_VS_SB3)
+    if "1 rank" in runs and "paper" in runs:
+        add("scaling: 2 ranks x 4 / 1 rank x 8 SPS", runs["paper"]["sps"] / runs["1 rank"]["sps"], ">=", TARGET_SCALING)
+    if "4 ranks" in runs and "paper" in runs:
+        add(f"oversubscribed: 4 ranks x 2 / 2 ranks x 4 SPS", runs["4 ranks"]["sps"] / runs["paper"]["sps"], ">=",
+            NO_COLLAPSE)
+    for name, r in runs.items():
+        if r["scenario"]["ranks"] > 1:
+            add(f"{name}: allreduce / update (rank 0)", r["allreduce_share_of_update"], "<=", TARGET_ALLREDUCE_SHARE)
+        add(f"{name}: peak RSS per rank, MB (max)", max(r["peak_rss_mb"]), "<=", TARGET_RSS_MB)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- main
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.throughput", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", choices=sorted(PRESETS), help="the scenarios of issue 5 (overrides the "
+                   "scenario flags below)")
+    p.add_argument("--ranks", type=int, default=PAPER.ranks, help="MPI ranks (default: %(default)s)")
+    p.add_argument("--envs_per_rank", type=int, default=PAPER.envs_per_rank, help="envs per rank (default: %(default)s)")
+    p.add_argument("--model_type", choices=("small", "large"), default=PAPER.model_type)
+    p.add_argument("--epochs", type=int, default=PAPER.epochs, help="optim epochs (default: %(default)s)")
+    p.add_argument("--minibatch", type=int, default=PAPER.minibatch, help="minibatch per actor (default: %(default)s)")
+    p.add_argument("--horizon", type=int, default=PAPER.horizon, help="T per actor (default: %(default)s)")
+    p.add_argument("--env_name", default="PongNoFrameskip-v4")
+    p.add_argument("--num_threads", type=int, default=0, help="torch threads per rank; 0 = ppo1's default")
+    p.add_argument("--iterations", type=int, default=10, help="timed iterations (default: %(default)s)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed iterations first (default: %(default)s)")
+    p.add_argument("--repeat", type=int, default=1, help="runs per scenario; the median SPS is kept")
+    p.add_argument("--no_limits", action="store_true", help="skip the machine-limit measurements")
+    p.add_argument("--limit_seconds", type=float, default=3.0, help="seconds per limit measurement")
+    p.add_argument("--compare", choices=("sb3",), help="also time Stable-Baselines3 PPO (pip install -e '.[bench]')")
+    p.add_argument("--sb3_steps", type=int, default=16384, help="SB3 timed agent steps (default: %(default)s)")
+    p.add_argument("--sb3_warmup", type=int, default=2048, help="SB3 untimed agent steps first")
+    p.add_argument("--sb3_vec", choices=("dummy", "subproc"), default="dummy",
+                   help="SB3's VecEnv: dummy (its default, envs in the learner) or subproc")
+    p.add_argument("--json", metavar="PATH", help="also write the whole report as JSON")
+    p.add_argument("--keep", action="store_true", help="keep the temporary run directories and logs")
+    p.add_argument("--quiet", action="store_true", help="print only the report")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.iterations < 1 or args.warmup < 0 or args.repeat < 1:
+        raise SystemExit("bench.throughput: error: need --iterations >= 1, --warmup >= 0, --repeat >= 1")
+    if args.preset:
+        scenarios = PRESETS[args.preset]
+    else:
+        scenarios = [Scenario("custom", args.ranks, args.envs_per_rank, args.model_type, args.epochs,
+                              args.minibatch, args.horizon)]
+    say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    import torch
+
+    from bench.limits import ideal_sps
+
+    workdir = tempfile.mkdtemp(prefix="ppo1-bench-")
+    report = {"env_name": args.env_name, "cores": cores(), "torch": torch.__version__, "warmup": args.warmup,
+              "iterations": args.iterations, "load_start": os.getloadavg(), "runs": [], "comparisons": []}
+    try:
+        by_name: dict[str, dict] = {}
+        for s in scenarios:
+            by_name[s.name] = median_run(s, args, workdir, say)
+        if args.compare == "sb3":
+            say(f"  SB3 PPO: {args.sb3_warmup} + {args.sb3_steps} steps ({args.sb3_vec}) ...")
+            report["sb3"] = _json_subprocess(
+                "bench.sb3", {"env_name": args.env_name, "steps": args.sb3_steps, "warmup": args.sb3_warmup,
+                              "vec": args.sb3_vec}, os.path.join(workdir, "sb3.log"), timeout=3600)
+            say(f"    {report['sb3']['sps']:.0f} SPS")
+        if not args.no_limits:
+            cache: dict[tuple, dict] = {}
+            for s in scenarios:
+                key = (s.envs_per_rank, s.model_type, s.horizon, s.minibatch)
+                if key not in cache:
+                    say(f"  limits: k={s.envs_per_rank}, {s.model_type}, minibatch {s.minibatch * s.envs_per_rank} ...")
+                    cache[key] = _json_subprocess("bench.limits", {
+                        "env_name": args.env_name, "envs_per_rank": s.envs_per_rank, "model_type": s.model_type,
+                        "horizon": s.horizon, "minibatch_per_actor": s.minibatch, "seconds": args.limit_seconds},
+                        os.path.join(workdir, "limits.log"), timeout=600)
+                r = by_name[s.name]
+                r["limits"] = cache[key]
+                r["ideal_sps_per_rank"] = ideal_sps(cache[key], s.epochs)
+                r["ideal_slots"] = min(s.ranks, report["cores"])
+                r["ideal_sps"] = r["ideal_sps_per_rank"] * r["ideal_slots"]
+                r["ratio_to_ideal"] = r["sps"] / r["ideal_sps"]
+        report["runs"] = list(by_name.values())
+        report["comparisons"] = comparisons(by_name, report.get("sb3"))
+        report["load_end"] = os.getloadavg()
+    finally:
+        if args.keep:
+            say(f"  run directories and logs kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(format_report(report), flush=True)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
