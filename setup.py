@@ -22,6 +22,7 @@ setup(
         "opencv-python-headless>=4.8",
         "moviepy>=2.0,<3",
         "tensorboard>=2.14,<3",
+        "matplotlib>=3.7",  # --mode plot (Agg backend: no display needed)
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3"],

@@ -1,4 +1,4 @@
-"""Command line: the flags of ppo1 (lucaslingle/ppo1) and the modes train / play / movie.
+"""Command line: the flags of ppo1 (lucaslingle/ppo1) and the modes train / play / movie / plot.
 
 Errors a user can cause print as one line `ppo1: error: ...` and exit with status 2 on every rank;
 an unexpected error on any rank ends every rank of the job (MPI_Abort) with status 1.
@@ -32,6 +32,9 @@ _HELP = {
     "model_name": "name of the run: its files live in checkpoint_dir/model_name/",
     "checkpoint_dir": "directory holding one sub-directory per run",
     "asset_dir": "directory for videos and plots (asset_dir/model_name/)",
+    "video_interval": "train: every N iterations rank 0 records one evaluation game into run_dir/videos/ "
+                      "(the other ranks wait meanwhile); 0 = no videos",
+    "video_max_frames": "train: a video is cut after this many emulator frames (60 per second of game)",
     "envs_per_rank": "envs stepped together by each MPI rank (actors = ranks x envs_per_rank)",
     "save_interval": "iterations between checkpoints (one is always written at the end)",
     "sync_check_interval": "iterations between checks that all ranks hold identical parameters",
@@ -69,12 +72,53 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+# Flags of one or more modes other than train: name -> (modes, default, add_argument kwargs).
+_MODE_FLAGS = {
+    "episodes": (("play",), 10, {"type": _whole, "metavar": "N",
+                 "help": "play: whole games to play, split over the ranks (default: 10)"}),
+    "greedy": (("play", "movie"), False, {"action": "store_true",
+               "help": "play, movie: take the most probable action (argmax) instead of sampling from the "
+                       "policy (sampling is the default, as in ppo1)"}),
+    "render": (("play",), False, {"action": "store_true",
+               "help": "play: show the game in a window, when a display exists (else headless)"}),
+    "max_frames": (("movie",), 0, {"type": _whole, "metavar": "N",
+                   "help": "movie: cut the video after N emulator frames, 60 per second (default: 0 = one "
+                           "whole game)"}),
+    "gif": (("movie",), False, {"action": "store_true",
+            "help": "movie: also write a GIF (every 3rd frame, 20 fps); keep it short with --max_frames"}),
+    "runs": (("plot",), None, {"metavar": "A,B",
+             "help": "plot: runs to draw, comma-separated: names under --checkpoint_dir, run directories or "
+                     "progress.csv files (default: --model_name)"}),
+    "plot_x": (("plot",), "timesteps", {"choices": ("timesteps", "time"),
+               "help": "plot: x axis, agent steps or wall-clock hours (default: timesteps)"}),
+}
+
+
+def _apply_mode_flags(args: argparse.Namespace) -> None:
+    """Refuse a mode flag given to another mode (PPO1Error); fill in the defaults of the others."""
+    for name, (modes, default, _kwargs) in _MODE_FLAGS.items():
+        if hasattr(args, name) and args.mode not in modes:
+            raise PPO1Error(f"--{name} is for --mode {' or '.join(modes)}, not --mode {args.mode}")
+        if not hasattr(args, name):
+            setattr(args, name, default)
+    if args.episodes < 1:
+        raise PPO1Error(f"--episodes={args.episodes} is invalid: must be a whole number >= 1")
+    if args.max_frames < 0:
+        raise PPO1Error(f"--max_frames={args.max_frames} is invalid: must be >= 0 (0 = one whole game)")
+
+
+def _given_config_flags(args: argparse.Namespace) -> dict:
+    """The Config flags given on the command line, by name."""
+    return {k: v for k, v in vars(args).items() if k in {f.name for f in dataclasses.fields(Config)}}
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="run_atari", description="PPO (Schulman et al., 2017) on Atari, MPI-parallel: "
         "mpirun -np N python -m run_atari --env_name PongNoFrameskip-v4")
-    p.add_argument("--mode", choices=("train", "play", "movie"), default="train",
-                   help="train a policy, play games with the newest checkpoint, or record a video of one")
+    p.add_argument("--mode", choices=("train", "play", "movie", "plot"), default="train",
+                   help="train a policy, play games with the newest checkpoint, record a video of one, "
+                        "or plot learning curves")
     defaults = Config()
     for f in dataclasses.fields(Config):
         if f.name not in _HELP:
@@ -89,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
         if f.name == "model_type":
             kwargs["choices"] = ("small", "large")
         p.add_argument(f"--{f.name}", **kwargs)
+    for name, (_modes, _default, kwargs) in _MODE_FLAGS.items():
+        p.add_argument(f"--{name}", default=argparse.SUPPRESS, **kwargs)
     p.add_argument("--fresh", action="store_true",
                    help="train from scratch: move an existing run directory aside (to <run>.old-<time>) "
                         "instead of resuming")
@@ -123,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         error, config = None, None
         try:
             config = build_config(args)
+            _apply_mode_flags(args)
         except PPO1Error as e:
             error = e
         comm.agree(error)
@@ -131,6 +178,22 @@ def main(argv: list[str] | None = None) -> int:
             code = train(config, comm, log=print if comm.is_root else (lambda *a, **k: None),
                          fresh=args.fresh, stop_after=args.stop_after_iterations)["exit_code"]
             return code
+        elif args.mode == "play":
+            from ppo1.play import play
+            play(config, _given_config_flags(args), comm, args.episodes, greedy=args.greedy, render=args.render)
+        elif args.mode == "movie":
+            from ppo1.movie import movie
+            movie(config, _given_config_flags(args), comm, max_frames=args.max_frames, gif=args.gif,
+                  greedy=args.greedy)
+        elif args.mode == "plot":
+            from ppo1.plot import plot_mode
+            error = None
+            if comm.is_root:
+                try:
+                    plot_mode(config, args.runs, args.plot_x, model_name_given="model_name" in vars(args))
+                except PPO1Error as e:
+                    error = e
+            comm.agree(error)
         else:
             raise PPO1Error(f"--mode={args.mode} is not implemented yet")
         return 0

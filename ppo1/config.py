@@ -38,6 +38,8 @@ class Config:
     model_name: str = "model-ppo1-defaults"
     checkpoint_dir: str = "checkpoints"
     asset_dir: str = "assets"
+    video_interval: int = 0              # iterations between videos of an evaluation game (rank 0); 0 = none
+    video_max_frames: int = 18_000       # a training video is cut after this many frames (5 min at 60 fps)
     envs_per_rank: int = 1
     save_interval: int = 50              # iterations between checkpoints (and one at the end)
     sync_check_interval: int = 10        # iterations between checks that ranks hold identical parameters
@@ -103,6 +105,10 @@ class Config:
             bad("seed", "a whole number >= 0")
         if not isinstance(self.num_threads, int) or self.num_threads < 0:
             bad("num_threads", "a whole number >= 0 (0 = automatic)")
+        if not isinstance(self.video_interval, int) or self.video_interval < 0:
+            bad("video_interval", "a whole number >= 0 (0 = no videos)")
+        if not isinstance(self.video_max_frames, int) or self.video_max_frames < 1:
+            bad("video_max_frames", "a whole number >= 1")
         if not self.model_name or os.sep in self.model_name or self.model_name in (".", ".."):
             bad("model_name", "a plain directory name")
         return self

@@ -27,13 +27,48 @@ def mpirun_command(np_: int) -> list[str]:
 
 
 def run_cli(args: list[str], np_: int = 1, timeout: float = 300, cwd: str | None = None,
-            module: str = "run_atari") -> subprocess.CompletedProcess:
-    """Run `python -m run_atari ARGS`, under `mpirun -np np_` when np_ > 1."""
-    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+            module: str = "run_atari", env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m run_atari ARGS`, under `mpirun -np np_` when np_ > 1, with `env` added to the environment."""
+    env = dict(os.environ, **(env or {}), PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", module, *args]
     if np_ > 1:
         cmd = mpirun_command(np_) + cmd
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd or REPO, env=env)
+
+
+TINY = ["--env_steps", "512", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "128",
+        "--optim_batchsize", "32", "--num_threads", "1"]
+
+
+@pytest.fixture(scope="session")
+def pong_run(tmp_path_factory):
+    """(checkpoint_dir, model_name) of a tiny trained Pong run: 2 iterations of 2 envs x 128 steps."""
+    ck = tmp_path_factory.mktemp("pong_ck")
+    r = run_cli([*TINY, "--checkpoint_dir", str(ck), "--model_name", "pong"])
+    assert r.returncode == 0, r.stderr
+    return ck, "pong"
+
+
+@pytest.fixture(scope="session")
+def breakout_run(tmp_path_factory):
+    """(checkpoint_dir, model_name, CompletedProcess) of a tiny Breakout run (4 iterations, a few
+    finished games) that records a 120-frame video every 2 iterations."""
+    ck = tmp_path_factory.mktemp("breakout_ck")
+    r = run_cli([*TINY, "--env_steps", "1024", "--env_name", "BreakoutNoFrameskip-v4", "--checkpoint_dir",
+                 str(ck), "--model_name", "breakout", "--video_interval", "2", "--video_max_frames", "120"])
+    assert r.returncode == 0, r.stderr
+    return ck, "breakout", r
+
+
+def decode(path: str) -> tuple[tuple[int, int], float, list]:
+    """(width, height), fps and every frame ((height, width, 3) uint8 arrays) of a video file."""
+    from moviepy import VideoFileClip
+
+    clip = VideoFileClip(path)
+    try:
+        return tuple(clip.size), clip.fps, list(clip.iter_frames())
+    finally:
+        clip.close()
 
 
 def run_script(path: str, np_: int, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -1,0 +1,132 @@
+"""`--mode plot`: learning curves (mean return of the last 100 games) of one or more runs as a PNG.
+
+A run is named by `--runs a,b`: each entry is a run name under --checkpoint_dir, a run directory or a
+progress.csv. Without --runs the run is --model_name. The x axis is agent steps (`--plot_x timesteps`)
+or wall-clock hours (`--plot_x time`).
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+from typing import Callable
+
+from ppo1 import PPO1Error
+from ppo1.config import Config
+
+X_AXES = ("timesteps", "time")
+
+
+def find_progress(entry: str, checkpoint_dir: str) -> tuple[str, str]:
+    """(label, path of progress.csv) for a --runs entry. Raises PPO1Error if there is none."""
+    candidates = [entry, os.path.join(entry, "progress.csv"), os.path.join(checkpoint_dir, entry, "progress.csv")]
+    for path in candidates:
+        if os.path.isfile(path):
+            directory = os.path.dirname(os.path.abspath(path))
+            return os.path.basename(directory), path
+    raise PPO1Error(f"--runs entry {entry!r} has no progress.csv (looked for {', '.join(candidates[1:])})")
+
+
+def read_curve(path: str) -> tuple[list[float], list[float], list[float]]:
+    """(timesteps, wall-clock hours, ep_return_mean) of a progress.csv, one point per iteration.
+
+    An iteration logged twice (a resumed run that repeated the iterations after its last
+    checkpoint) keeps its last row; elapsed time, which restarts at each resume, is made cumulative.
+    Rows without a finished game yet (no return) are left out.
+    """
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    if rows and not {"iteration", "timesteps", "ep_return_mean", "time_elapsed"} <= set(rows[0]):
+        raise PPO1Error(f"{path} is not a ppo1 progress.csv (columns {sorted(rows[0])})")
+    kept: list[dict] = []
+    offset, last_elapsed = 0.0, 0.0
+    for row in rows:
+        try:
+            iteration, elapsed = int(row["iteration"]), float(row["time_elapsed"])
+        except (TypeError, ValueError):
+            continue
+        if elapsed < last_elapsed:  # a new process: its clock restarted
+            offset += last_elapsed
+        last_elapsed = elapsed
+        while kept and kept[-1]["iteration"] >= iteration:
+            kept.pop()
+        kept.append({"iteration": iteration, "timesteps": float(row["timesteps"]),
+                     "hours": (offset + elapsed) / 3600.0, "ret": _float(row["ep_return_mean"])})
+    kept = [r for r in kept if not math.isnan(r["ret"])]
+    return [r["timesteps"] for r in kept], [r["hours"] for r in kept], [r["ret"] for r in kept]
+
+
+def _float(text: str | None) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _title(paths: list[str]) -> str:
+    """The game(s) of the runs, from their config.json where there is one."""
+    games = []
+    for path in paths:
+        try:
+            with open(os.path.join(os.path.dirname(path), "config.json"), encoding="utf-8") as f:
+                games.append(Config.from_json(f.read()).env_name)
+        except (OSError, PPO1Error):
+            continue
+    return ", ".join(dict.fromkeys(games)) or "ppo1"
+
+
+def plot(entries: list[str], out_path: str, checkpoint_dir: str = "checkpoints",
+         x: str = "timesteps") -> tuple[str, list[str]]:
+    """Draw the learning curves of the runs in `entries` into the PNG `out_path`.
+
+    Returns (out_path, labels of the runs left out because none of their games has finished yet).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    if x not in X_AXES:
+        raise PPO1Error(f"--plot_x={x!r} is invalid: must be one of {', '.join(X_AXES)}")
+    if not entries:
+        raise PPO1Error("--runs is empty: name at least one run")
+    runs = [find_progress(e, checkpoint_dir) for e in entries]
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=100)
+    left_out = []
+    for label, path in runs:
+        steps, hours, rets = read_curve(path)
+        if rets:
+            ax.plot(steps if x == "timesteps" else hours, rets, label=label, linewidth=1.5)
+        else:
+            left_out.append(label)
+    if len(left_out) == len(runs):
+        plt.close(fig)
+        raise PPO1Error(f"no finished game in {', '.join(p for _, p in runs)} yet: nothing to plot")
+    ax.set_xlabel("agent steps (all actors; 1 step = 4 frames)" if x == "timesteps" else "wall-clock hours")
+    ax.set_ylabel("mean return, last 100 games")
+    ax.set_title(f"PPO (ppo1) on {_title([p for _, p in runs])}")
+    ax.grid(alpha=0.3)
+    if len(runs) - len(left_out) > 1:
+        ax.legend()
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+    tmp = os.path.join(os.path.dirname(os.path.abspath(out_path)), f".plot-{os.getpid()}.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    os.replace(tmp, out_path)
+    return out_path, left_out
+
+
+def plot_mode(config: Config, runs: str | None, x: str = "timesteps", model_name_given: bool = False,
+              out: Callable[[str], None] = print) -> str:
+    """`--mode plot`: the curves of `--runs` (default: --model_name) into
+    asset_dir/<name>/learning_curve[_time].png. Returns the PNG's path."""
+    entries = [e.strip() for e in runs.split(",") if e.strip()] if runs else [config.model_name]
+    labels = [find_progress(e, config.checkpoint_dir)[0] for e in entries]
+    name = config.model_name if model_name_given or not runs else "_vs_".join(dict.fromkeys(labels))
+    path = os.path.join(config.asset_dir, name, "learning_curve" + ("_time" if x == "time" else "") + ".png")
+    _path, left_out = plot(entries, path, config.checkpoint_dir, x)
+    drawn = [label for label in labels if label not in left_out]
+    out(f"ppo1: learning curve of {', '.join(drawn)} -> {path}"
+        + (f" (left out, no finished game yet: {', '.join(left_out)})" if left_out else ""))
+    return path

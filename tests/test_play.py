@@ -1,0 +1,113 @@
+"""--mode play end to end: real checkpoints of tiny training runs, real whole games, real mpirun."""
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import run_cli
+from ppo1 import PPO1Error
+from ppo1.cli import _apply_mode_flags, build_parser
+from ppo1.config import Config
+from ppo1.distributed import Comm
+from ppo1.envs import AtariEnv
+from ppo1.play import choose_action, generator_for, load_trained
+
+GAME = re.compile(r"^game (\d+)/(\d+): score (-?\d+), (\d+) agent steps(?: \(rank (\d)\))?$", re.M)
+
+
+def test_play_splits_games_over_two_ranks_and_reports_each_pong_score_and_the_mean(pong_run):
+    ck, name = pong_run
+    r = run_cli(["--mode", "play", "--episodes", "2", "--checkpoint_dir", str(ck), "--model_name", name], np_=2)
+    assert r.returncode == 0, r.stderr
+    games = GAME.findall(r.stdout)
+    assert sorted(int(g[0]) for g in games) == [1, 2]
+    assert sorted(g[4] for g in games) == ["0", "1"], "each rank plays one of the two games"
+    scores = [int(g[2]) for g in games]
+    assert all(-21 <= s <= -19 for s in scores), scores  # a barely trained policy loses whole games
+    assert all(int(g[3]) > 500 for g in games)           # whole games of 21 points, not single rallies
+    m = re.search(r"ppo1: 2 games: score (-?[\d.]+) ± ([\d.]+)", r.stdout)
+    assert m and float(m.group(1)) == pytest.approx(np.mean(scores)) and float(m.group(2)) == pytest.approx(
+        np.std(scores), abs=0.01)
+    assert r.stdout.count("ppo1: 2 games") == 1, "rank 0 alone prints the summary"
+
+
+def test_play_takes_the_game_from_the_checkpoint_not_from_flags_or_defaults(breakout_run, tmp_path):
+    ck, name, _ = breakout_run
+    shutil.copytree(ck / name, tmp_path / name)
+    (tmp_path / name / "config.json").unlink()  # only the checkpoint knows the game now
+    r = run_cli(["--mode", "play", "--episodes", "1", "--render", "--checkpoint_dir", str(tmp_path),
+                 "--model_name", name], env={"DISPLAY": ""})
+    assert r.returncode == 0, r.stderr
+    assert "1 games of BreakoutNoFrameskip-v4" in r.stdout and "sampled actions" in r.stdout
+    assert "no display (DISPLAY is not set); playing headless" in r.stdout
+    assert len(GAME.findall(r.stdout)) == 1
+
+
+def test_a_breakout_game_played_lasts_through_all_five_lives(breakout_run):
+    ck, name, _ = breakout_run
+    trained = load_trained(Config(checkpoint_dir=str(ck), model_name=name), {}, Comm(None))
+    env = AtariEnv(trained.config.env_name, np.random.SeedSequence(3), training=False)
+    generator = generator_for(np.random.SeedSequence(4))
+    obs, lives, score, episode = env.reset(), [env.ale.lives()], 0.0, None
+    while episode is None:
+        obs, reward, done, episode = env.step(choose_action(trained.policy, obs, False, generator))
+        score += reward
+        if episode is None and env.ale.lives() != lives[-1]:
+            lives.append(env.ale.lives())
+        assert done == (episode is not None), "a lost life does not end a played game"
+    assert lives == [5, 4, 3, 2, 1]
+    assert episode.ret == score and not episode.truncated
+
+
+def test_play_refuses_a_flag_that_conflicts_with_the_checkpoint_in_one_line(breakout_run):
+    ck, name, _ = breakout_run
+    r = run_cli(["--mode", "play", "--env_name", "PongNoFrameskip-v4", "--checkpoint_dir", str(ck),
+                 "--model_name", name], timeout=120)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ppo1: error: --env_name='PongNoFrameskip-v4' conflicts "
+                                                   "with the checkpoint"), r.stderr
+    assert "trained with env_name='BreakoutNoFrameskip-v4'" in lines[0]
+
+
+@pytest.mark.parametrize("given,allowed", [
+    ({"model_type": "large"}, False),
+    ({"gamma": 0.5}, False),
+    ({"model_type": "small", "env_name": "BreakoutNoFrameskip-v4"}, True),  # the checkpoint's own values
+    ({"seed": 7, "num_threads": 1, "asset_dir": "elsewhere"}, True),         # evaluation settings
+])
+def test_only_evaluation_flags_may_differ_from_the_checkpoint(breakout_run, given, allowed):
+    ck, name, _ = breakout_run
+    config = Config(checkpoint_dir=str(ck), model_name=name, **given)
+    if allowed:
+        trained = load_trained(config, given, Comm(None))
+        assert trained.config.env_name == "BreakoutNoFrameskip-v4" and trained.iteration == 4
+        assert trained.config.seed == given.get("seed", 0)
+    else:
+        (flag, value), = given.items()
+        with pytest.raises(PPO1Error, match=f"--{flag}={value!r} conflicts with the checkpoint"):
+            load_trained(config, given, Comm(None))
+
+
+def test_play_of_a_missing_run_is_a_one_line_error(tmp_path):
+    r = run_cli(["--mode", "play", "--checkpoint_dir", str(tmp_path), "--model_name", "missing"], timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.strip() == (f"ppo1: error: no run directory {tmp_path}/missing: train one first (--mode train), "
+                                "or point --checkpoint_dir/--model_name at an existing run")
+
+
+def test_a_run_directory_without_a_checkpoint_is_refused(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PPO1Error, match="no checkpoint in .*empty"):
+        load_trained(Config(checkpoint_dir=str(tmp_path), model_name="empty"), {}, Comm(None))
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--mode", "play", "--gif"], "--gif is for --mode movie, not --mode play"),
+    (["--mode", "train", "--episodes", "3"], "--episodes is for --mode play, not --mode train"),
+    (["--mode", "play", "--episodes", "0"], "--episodes=0 is invalid: must be a whole number >= 1"),
+])
+def test_a_mode_flag_given_to_another_mode_or_out_of_range_is_refused(argv, message):
+    with pytest.raises(PPO1Error, match=re.escape(message)):
+        _apply_mode_flags(build_parser().parse_args(argv))

@@ -1,0 +1,49 @@
+"""--mode plot: learning curves of real runs' progress.csv as PNG files."""
+import csv
+import shutil
+
+import pytest
+from PIL import Image
+
+from conftest import run_cli
+from ppo1 import PPO1Error
+from ppo1.plot import plot, read_curve
+
+
+def rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_plot_mode_writes_a_png_learning_curve_of_the_run(breakout_run, tmp_path):
+    ck, name, _ = breakout_run
+    r = run_cli(["--mode", "plot", "--checkpoint_dir", str(ck), "--model_name", name, "--asset_dir", str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    png = tmp_path / name / "learning_curve.png"
+    assert f"-> {png}" in r.stdout
+    with Image.open(png) as image:
+        assert image.format == "PNG" and image.size == (700, 420)
+
+
+def test_plot_compares_runs_against_wall_clock_time(breakout_run, tmp_path):
+    ck, name, _ = breakout_run
+    shutil.copy(ck / name / "progress.csv", tmp_path / "progress.csv")
+    out = tmp_path / "compare.png"
+    assert plot([str(ck / name), str(tmp_path / "progress.csv")], str(out), str(ck), x="time") == (str(out), [])
+    with Image.open(out) as image:
+        assert image.format == "PNG"
+    with pytest.raises(PPO1Error, match="--runs entry 'nope' has no progress.csv"):
+        plot(["nope"], str(out), str(ck))
+
+
+def test_a_resumed_runs_repeated_iterations_and_restarted_clock_are_merged(breakout_run, tmp_path):
+    ck, name, _ = breakout_run
+    progress = rows(ck / name / "progress.csv")
+    resumed = progress + [dict(p, time_elapsed=str(float(p["time_elapsed"]) / 10)) for p in progress[2:]]
+    with open(tmp_path / "progress.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(progress[0]))
+        writer.writeheader()
+        writer.writerows(resumed)
+    steps, hours, _returns = read_curve(str(tmp_path / "progress.csv"))
+    assert steps == sorted(set(steps)) and steps[-1] == 1024
+    assert hours == sorted(hours)
