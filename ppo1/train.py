@@ -17,6 +17,7 @@ from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import VecAtari, cpu_count
 from ppo1.metrics import EpisodeLog, ProgressLog
+from ppo1.movie import TrainingVideo
 from ppo1.policies import build
 from ppo1.ppo import explained_variance, linear_alpha, standardize, update
 from ppo1.rollout import Collector
@@ -127,7 +128,8 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
         log(f"ppo1: {config.env_name}, {comm.size} ranks x {k} envs = {n_actors} actors, "
             f"{threads} torch thread(s) per rank, {n_iters} iterations of {steps_per_iter} steps; "
             f"run dir {config.run_dir}")
-        progress = ProgressLog(config.run_dir)
+        progress = ProgressLog(config.run_dir, total_steps=n_iters * steps_per_iter, start_step=timesteps)
+        video = TrainingVideo(config, log=progress.note)
     episode_log = EpisodeLog(config.run_dir, comm.rank)
     collector = Collector(venv, policy, T, obs)
     update_seconds = 0.0
@@ -192,7 +194,8 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
                     time_elapsed=elapsed, time_env=collector.env_seconds,
                     time_inference=collector.inference_seconds, time_update=update_seconds,
                     time_comm=comm.seconds)
-                progress.write(row)
+                progress.write(row, finished)
+                video.maybe_record(policy, iteration, timesteps)
 
             if means[-1] > 0:
                 signum = max(comm.allgather(stop.signum)) or signal.SIGTERM
