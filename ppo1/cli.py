@@ -12,7 +12,7 @@ import sys
 import traceback
 
 from ppo1 import PPO1Error
-from ppo1.config import Config
+from ppo1.config import MODEL_TYPES, VECTOR_DEFAULTS, Config
 
 _HELP = {
     "env_name": "gymnasium Atari id: <Game>NoFrameskip-v4 (DeepMind preprocessing) or ALE/<Game>-v5",
@@ -28,7 +28,8 @@ _HELP = {
     "optim_batchsize": "minibatch samples per actor (x actors = the global minibatch)",
     "adam_epsilon": "Adam epsilon",
     "seed": "random seed; each env is seeded from (seed, rank, env index)",
-    "model_type": "policy network: small (the PPO paper's, A3C) or large (Nature DQN)",
+    "model_type": "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN) or mlp (2x64 tanh, "
+                  "for vector observations; the default there)",
     "model_name": "name of the run: its files live in checkpoint_dir/model_name/",
     "checkpoint_dir": "directory holding one sub-directory per run",
     "asset_dir": "directory for videos and plots (asset_dir/model_name/)",
@@ -131,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs = {"action": argparse.BooleanOptionalAction, "default": argparse.SUPPRESS,
                       "help": f"{_HELP[f.name]} (default: {default})"}
         if f.name == "model_type":
-            kwargs["choices"] = ("small", "large")
+            kwargs["choices"] = MODEL_TYPES
         p.add_argument(f"--{f.name}", **kwargs)
     for name, (_modes, _default, kwargs) in _MODE_FLAGS.items():
         p.add_argument(f"--{name}", default=argparse.SUPPRESS, **kwargs)
@@ -145,7 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def build_config(args: argparse.Namespace) -> Config:
-    """Config from the flags given; on top of the run's saved config.json when there is one."""
+    """Config from the flags given; on top of the run's saved config.json when there is one, else on
+    top of the defaults of the env's family (Atari: the PPO paper's; vector observations: VECTOR_DEFAULTS)."""
     given = {k: v for k, v in vars(args).items() if k in {f.name for f in dataclasses.fields(Config)}}
     run_dir = os.path.join(given.get("checkpoint_dir", Config.checkpoint_dir),
                            given.get("model_name", Config.model_name))
@@ -153,6 +155,10 @@ def build_config(args: argparse.Namespace) -> Config:
     if not getattr(args, "fresh", False) and os.path.exists(os.path.join(run_dir, "config.json")):
         from ppo1.checkpoint import load_config
         base = load_config(run_dir)
+    else:
+        from ppo1.envs import is_atari
+        if not is_atari(given.get("env_name", base.env_name)):
+            base = dataclasses.replace(base, **VECTOR_DEFAULTS)
     return dataclasses.replace(base, **given).validate()
 
 
@@ -211,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ppo1: unexpected error on rank {comm.rank}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
         comm.abort(1)
     return 1
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,7 +9,13 @@ from dataclasses import dataclass, field, fields
 
 from ppo1 import PPO1Error
 
-MODEL_TYPES = ("small", "large")
+MODEL_TYPES = ("small", "large", "mlp")
+
+# Defaults for envs with vector observations (classic control, MuJoCo): baselines' run_mujoco.py.
+VECTOR_DEFAULTS = {
+    "model_type": "mlp", "env_steps": 1_000_000, "timesteps_per_actorbatch": 2048, "optim_epochs": 10,
+    "optim_stepsize": 3e-4, "optim_batchsize": 64, "epsilon": 0.2, "ent_coef": 0.0, "gamma": 0.99, "lam": 0.95,
+}
 
 
 @dataclass

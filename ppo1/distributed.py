@@ -64,7 +64,7 @@ class Comm:
         if self.size == 1:
             return
         tensors = [t for t in module.state_dict().values()]
-        flat = torch.cat([t.detach().reshape(-1).float() for t in tensors])
+        flat = torch.cat([t.detach().reshape(-1).double() for t in tensors])  # float64: exact for all
         self._comm.Bcast(flat.numpy(), root=0)
         offset = 0
         with torch.no_grad():
@@ -116,13 +116,17 @@ class Comm:
 
     def mean(self, x: np.ndarray) -> np.ndarray:
         """Elementwise mean of a float64 array over ranks."""
+        return self.sum(x) / self.size
+
+    def sum(self, x: np.ndarray) -> np.ndarray:
+        """Elementwise sum of a float64 array over ranks (the same result on every rank)."""
         x = np.asarray(x, np.float64)
         if self.size == 1:
             return x
         from mpi4py import MPI
         out = np.empty_like(x)
         self._comm.Allreduce(x, out, op=MPI.SUM)
-        return out / self.size
+        return out
 
     def bcast(self, obj: Any) -> Any:
         """Rank 0's `obj` on every rank."""

@@ -40,6 +40,21 @@ def _gym():
     return gymnasium
 
 
+def env_spec(env_id: str):
+    """The gymnasium EnvSpec of `env_id`; PPO1Error naming the id if it is unknown."""
+    gymnasium = _gym()
+    try:
+        return gymnasium.spec(env_id)
+    except gymnasium.error.Error as e:
+        raise PPO1Error(f"--env_name={env_id!r} is not a known environment id ({e}); "
+                        "use e.g. PongNoFrameskip-v4, ALE/Pong-v5 or CartPole-v1") from None
+
+
+def is_atari(env_id: str) -> bool:
+    """True for ids of ale-py's Atari games (which get the DeepMind preprocessing and a CNN)."""
+    return str(env_spec(env_id).entry_point).startswith("ale_py")
+
+
 def make_ale_env(env_id: str, render_mode: str | None = None):
     """Create the raw gymnasium AtariEnv for `env_id` with frameskip 1 (we skip frames ourselves).
 
@@ -47,12 +62,7 @@ def make_ale_env(env_id: str, render_mode: str | None = None):
     (repeat_action_probability 0.25). Raises PPO1Error for an id that is unknown or not an Atari game.
     """
     gymnasium = _gym()
-    try:
-        spec = gymnasium.spec(env_id)
-    except gymnasium.error.Error as e:
-        raise PPO1Error(f"--env_name={env_id!r} is not a known environment id ({e}); "
-                        "use an Atari id such as PongNoFrameskip-v4 or ALE/Pong-v5") from None
-    if not str(spec.entry_point).startswith("ale_py"):
+    if not is_atari(env_id):
         raise PPO1Error(f"--env_name={env_id!r} is not an Atari game; use an id such as PongNoFrameskip-v4 "
                         "or ALE/Pong-v5")
     kwargs: dict[str, Any] = {"frameskip": 1, "max_num_frames_per_episode": MAX_EPISODE_FRAMES}
@@ -219,6 +229,7 @@ class VecAtari:
         self.envs = [AtariEnv(env_id, env_seed(seed, rank, i), training=training) for i in range(num_envs)]
         self.num_envs = num_envs
         self.num_actions = self.envs[0].num_actions
+        self.action_space = self.envs[0].gym_env.action_space
         self.obs = np.zeros((num_envs, FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
 
     def reset(self) -> np.ndarray:
@@ -254,6 +265,80 @@ class VecAtari:
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+class VecGym:
+    """k gymnasium envs with vector observations (classic control, MuJoCo), stepped together.
+
+    No preprocessing besides float32 observations and Box actions clipped to their bounds; rewards
+    are not clipped; an episode ends when the env terminates or is truncated (as in baselines), and
+    the env is reset at once. The episode statistics are the env's own returns and lengths.
+    """
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, render_mode: str | None = None):
+        gymnasium = _gym()
+        env_spec(env_id)
+        kwargs = {"render_mode": render_mode} if render_mode else {}
+        try:
+            self.envs = [gymnasium.make(env_id, **kwargs) for _ in range(num_envs)]
+        except gymnasium.error.DependencyNotInstalled as e:
+            raise PPO1Error(f"--env_name={env_id!r} needs a package that is not installed: {e}") from None
+        self.num_envs = num_envs
+        self.observation_space = self.envs[0].observation_space
+        self.action_space = self.envs[0].action_space
+        if not isinstance(self.observation_space, gymnasium.spaces.Box) or len(self.observation_space.shape) != 1:
+            raise PPO1Error(f"--env_name={env_id!r} has observations {self.observation_space}: ppo1 trains Atari "
+                            "games (image observations) and envs with vector observations")
+        self.num_actions = int(getattr(self.action_space, "n", None) or self.action_space.shape[0])
+        self._seeds = [int(env_seed(seed, rank, i).generate_state(1)[0] % (2**31 - 1)) for i in range(num_envs)]
+        self.obs = np.zeros((num_envs, *self.observation_space.shape), np.float32)
+        self._ret = np.zeros(num_envs)
+        self._len = np.zeros(num_envs, np.int64)
+        self._start = np.zeros(num_envs)
+        self._box = isinstance(self.action_space, gymnasium.spaces.Box)
+
+    def reset(self) -> np.ndarray:
+        """Reset all envs (seeded). Returns obs (k, D) float32 (a buffer reused across calls)."""
+        for i, env in enumerate(self.envs):
+            self.obs[i], _ = env.reset(seed=self._seeds[i])
+            env.action_space.seed(self._seeds[i])
+        self._ret[:], self._len[:], self._start[:] = 0.0, 0, time.time()
+        return self.obs
+
+    def step(self, actions: np.ndarray):
+        """Step every env. Returns (obs (k, D) float32, rewards (k,) float32, dones (k,) bool, [Episode])."""
+        k = self.num_envs
+        rewards = np.zeros(k, np.float32)
+        dones = np.zeros(k, bool)
+        episodes = []
+        for i, env in enumerate(self.envs):
+            a = np.clip(actions[i], self.action_space.low, self.action_space.high) if self._box else int(actions[i])
+            obs, r, terminated, truncated, _ = env.step(a)
+            rewards[i], dones[i] = r, terminated or truncated
+            self._ret[i] += r
+            self._len[i] += 1
+            if dones[i]:
+                episodes.append(Episode(float(self._ret[i]), int(self._len[i]), time.time() - self._start[i],
+                                        bool(truncated and not terminated)))
+                self._ret[i], self._len[i], self._start[i] = 0.0, 0, time.time()
+                obs, _ = env.reset()
+            self.obs[i] = obs
+        return self.obs, rewards, dones, episodes
+
+    def get_state(self) -> None:
+        """General gymnasium envs cannot be snapshotted: a resumed run starts new episodes."""
+        return None
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int):
+    """VecAtari (DeepMind preprocessing) for Atari ids, VecGym for envs with vector observations."""
+    if is_atari(env_id):
+        return VecAtari(env_id, num_envs, seed, rank)
+    return VecGym(env_id, num_envs, seed, rank)
 
 
 def cpu_count() -> int:

@@ -1,14 +1,21 @@
-"""CNN policies of baselines' ppo1 `cnn_policy`: `small` (the PPO paper's, as A3C) and `large` (Nature DQN).
+"""The policies of baselines' ppo1.
 
-Both map uint8 frames (B, 4, 84, 84) to categorical action logits (B, A) and a value (B,). Frames are
-scaled to [0, 1] inside the model, so rollouts store uint8. Linear layers use baselines' normc
-initialisation (policy head gain 0.01); conv layers use baselines' Glorot-uniform (= Xavier uniform).
+`small` (the PPO paper's CNN, as A3C) and `large` (Nature DQN) of `cnn_policy` map uint8 frames
+(B, 4, 84, 84) to categorical logits (B, A) and a value (B,); frames are scaled to [0, 1] inside the
+model, so rollouts store uint8. `mlp` (baselines' `mlp_policy`) maps vector observations (B, D),
+normalised by a running mean/std kept identical on all ranks, through separate 2x64 tanh networks to
+a categorical (Discrete actions) or diagonal Gaussian with state-independent log-std (Box actions)
+and a value. Linear layers use baselines' normc initialisation (policy head gain 0.01); conv layers
+use baselines' Glorot-uniform (= Xavier uniform).
+
+Every policy has `dist(obs) -> (distribution, value)` and `act(obs, greedy) -> (action, logp, value)`.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Categorical
+from torch.distributions import Categorical, Independent, Normal
 
 from ppo1 import PPO1Error
 
@@ -35,7 +42,28 @@ def _linear(n_in: int, n_out: int, std: float) -> nn.Linear:
     return lin
 
 
-class CnnPolicy(nn.Module):
+class ActorCritic(nn.Module):
+    """A policy with a value head: subclasses define `dist(obs) -> (distribution, value (B,))`."""
+
+    action_shape: tuple = ()
+    action_dtype = np.int64
+
+    def dist(self, obs: torch.Tensor):
+        raise NotImplementedError
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, greedy: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample (or take the most probable) actions. Returns (actions (B, ...), log-probs (B,), values (B,))."""
+        dist, value = self.dist(obs)
+        if greedy:
+            base = dist.base_dist if isinstance(dist, Independent) else dist
+            action = base.mean if isinstance(base, Normal) else base.logits.argmax(-1)
+        else:
+            action = dist.sample()
+        return action, dist.log_prob(action), value
+
+
+class CnnPolicy(ActorCritic):
     """Actor-critic CNN with a shared torso, a categorical policy head and a value head."""
 
     def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4):
@@ -65,15 +93,88 @@ class CnnPolicy(nn.Module):
         h = self.torso(obs.float().div_(255.0))
         return self.pi(h), self.vf(h).squeeze(-1)
 
-    @torch.no_grad()
-    def act(self, obs: torch.Tensor, greedy: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sample (or argmax) actions. Returns (actions (B,) int64, log-probs (B,), values (B,))."""
+    def dist(self, obs: torch.Tensor) -> tuple[Categorical, torch.Tensor]:
+        """(categorical distribution over actions, value (B,))."""
         logits, value = self(obs)
-        dist = Categorical(logits=logits)
-        action = logits.argmax(-1) if greedy else dist.sample()
-        return action, dist.log_prob(action), value
+        return Categorical(logits=logits), value
 
 
-def build(model_type: str, num_actions: int) -> CnnPolicy:
-    """The policy of `--model_type` for a game with `num_actions` actions."""
+
+class RunningMeanStd(nn.Module):
+    """Mean and std of observations over all ranks' samples so far (baselines' MPI RunningMeanStd).
+
+    Sums are float64 buffers, so they are saved in checkpoints and compared by the rank sync check.
+    """
+
+    def __init__(self, shape: tuple[int, ...], epsilon: float = 1e-2):
+        super().__init__()
+        self.register_buffer("sum", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("sumsq", torch.full(shape, epsilon, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(epsilon, dtype=torch.float64))
+
+    def update(self, x: np.ndarray, allreduce_sum=None) -> None:
+        """Add a batch x (N, *shape); `allreduce_sum` sums a float64 array over ranks (Comm.sum)."""
+        x = x.reshape(-1, *self.sum.shape).astype(np.float64)
+        local = np.concatenate([x.sum(0).ravel(), np.square(x).sum(0).ravel(), [len(x)]])
+        total = torch.from_numpy(allreduce_sum(local) if allreduce_sum else local)
+        n = self.sum.numel()
+        self.sum += total[:n].view_as(self.sum)
+        self.sumsq += total[n:2 * n].view_as(self.sumsq)
+        self.count += total[-1]
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """clip((x - mean) / std, -5, 5), as float32."""
+        mean = self.sum / self.count
+        std = torch.sqrt(torch.clamp(self.sumsq / self.count - mean.square(), min=1e-2))
+        return torch.clamp((x.double() - mean) / std, -5.0, 5.0).float()
+
+
+class MlpPolicy(ActorCritic):
+    """baselines' mlp_policy: normalised observations, separate 2x64 tanh networks for pi and V."""
+
+    def __init__(self, obs_dim: int, action_space, hidden: int = 64, layers: int = 2):
+        super().__init__()
+        import gymnasium
+        self.ob_rms = RunningMeanStd((obs_dim,))
+
+        def mlp(out: int, gain: float) -> nn.Sequential:
+            mods, n_in = [], obs_dim
+            for _ in range(layers):
+                mods += [_linear(n_in, hidden, 1.0), nn.Tanh()]
+                n_in = hidden
+            return nn.Sequential(*mods, _linear(n_in, out, gain))
+
+        if isinstance(action_space, gymnasium.spaces.Discrete):
+            self.continuous, self.num_actions = False, int(action_space.n)
+            self.pi = mlp(self.num_actions, 0.01)
+            self.action_shape, self.action_dtype = (), np.int64
+        elif isinstance(action_space, gymnasium.spaces.Box) and len(action_space.shape) == 1:
+            self.continuous, self.num_actions = True, int(action_space.shape[0])
+            self.pi = mlp(self.num_actions, 0.01)
+            self.logstd = nn.Parameter(torch.zeros(self.num_actions))
+            self.action_shape, self.action_dtype = (self.num_actions,), np.float32
+        else:
+            raise PPO1Error(f"action space {action_space} is not supported: use Discrete or a 1-D Box")
+        self.vf = mlp(1, 1.0)
+        self.model_type = "mlp"
+
+    def dist(self, obs: torch.Tensor):
+        """obs (B, D) -> (Categorical or diagonal Gaussian, value (B,))."""
+        z = self.ob_rms.normalize(obs)
+        out, value = self.pi(z), self.vf(z).squeeze(-1)
+        if self.continuous:
+            return Independent(Normal(out, self.logstd.exp().expand_as(out)), 1), value
+        return Categorical(logits=out), value
+
+
+def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84)) -> nn.Module:
+    """The policy of `--model_type` for an action space (or a number of discrete actions) and observations."""
+    if model_type == "mlp":
+        if len(obs_shape) != 1:
+            raise PPO1Error(f"--model_type=mlp needs vector observations, not shape {obs_shape}")
+        return MlpPolicy(obs_shape[0], action_space)
+    if model_type in ("small", "large") and tuple(obs_shape) != (4, 84, 84):
+        raise PPO1Error(f"--model_type={model_type} needs Atari frames, not observations of shape {obs_shape}; "
+                        "use --model_type mlp")
+    num_actions = action_space if isinstance(action_space, int) else int(action_space.n)
     return CnnPolicy(num_actions, model_type)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch.distributions import Categorical
+from torch.distributions import Distribution
 
 from ppo1.distributed import Comm
 
@@ -30,15 +30,14 @@ def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Ten
     return -torch.min(surr1, surr2).mean(), clipfrac
 
 
-def ppo_loss(logits: torch.Tensor, values: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
+def ppo_loss(dist: Distribution, values: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
              adv: torch.Tensor, returns: torch.Tensor, clip: float, vf_coef: float,
              ent_coef: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The paper's eq. (9) as a loss: L^CLIP + c1 * (V - V^targ)^2 - c2 * entropy (baselines pposgd_simple).
 
-    logits (B, A), values (B,), actions (B,), old_logp (B,), adv (B,), returns (B,).
+    dist: pi(.|s) over B states; values (B,), actions (B, ...), old_logp (B,), adv (B,), returns (B,).
     Returns (total loss, dict of detached statistics).
     """
-    dist = Categorical(logits=logits)
     logp = dist.log_prob(actions)
     pol_loss, clipfrac = clipped_surrogate(logp, old_logp, adv, clip)
     vf_loss = (values - returns).pow(2).mean()
@@ -84,8 +83,8 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
         perm = torch.from_numpy(rng.permutation(n))
         for start in range(0, n, minibatch):
             idx = perm[start:start + minibatch]
-            logits, values = policy(obs[idx])
-            loss, stats = ppo_loss(logits, values, actions[idx], old_logp[idx], adv[idx], returns[idx],
+            dist, values = policy.dist(obs[idx])
+            loss, stats = ppo_loss(dist, values, actions[idx], old_logp[idx], adv[idx], returns[idx],
                                    clip, vf_coef, ent_coef)
             optimizer.zero_grad(set_to_none=False)
             loss.backward()

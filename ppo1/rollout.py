@@ -7,15 +7,15 @@ import time
 import numpy as np
 import torch
 
-from ppo1.envs import Episode, VecAtari
+from ppo1.envs import Episode
 
 
 @dataclasses.dataclass
 class Segment:
     """T steps of k actors. dones[t] is True when step t ended the agent's episode."""
 
-    obs: np.ndarray         # (T, k, 4, 84, 84) uint8: observation before step t
-    actions: np.ndarray     # (T, k) int64
+    obs: np.ndarray         # (T, k, 4, 84, 84) uint8 (Atari) or (T, k, D) float32: observation before step t
+    actions: np.ndarray     # (T, k) int64 (discrete) or (T, k, A) float32 (Box)
     logp: np.ndarray        # (T, k) float32: log pi_old(a_t | s_t)
     values: np.ndarray      # (T, k) float32: V_old(s_t)
     rewards: np.ndarray     # (T, k) float32 (clipped when training)
@@ -27,14 +27,14 @@ class Segment:
 class Collector:
     """Steps k envs for T steps per call, reusing its buffers; times env and inference separately."""
 
-    def __init__(self, venv: VecAtari, policy: torch.nn.Module, horizon: int, obs: np.ndarray):
-        """obs: (k, 4, 84, 84) uint8, the envs' current observations (from reset or a restored state)."""
+    def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray):
+        """venv: VecAtari or VecGym; obs: (k, ...) the envs' current observations (reset or restored)."""
         self.venv, self.policy, self.T = venv, policy, horizon
         k = venv.num_envs
-        self.obs = obs.copy()  # (k, 4, 84, 84) uint8: the next observation
+        self.obs = obs.copy()  # (k, ...): the next observation
         self.seg = Segment(
-            obs=np.zeros((horizon, *self.obs.shape), np.uint8),
-            actions=np.zeros((horizon, k), np.int64),
+            obs=np.zeros((horizon, *self.obs.shape), self.obs.dtype),
+            actions=np.zeros((horizon, k, *policy.action_shape), policy.action_dtype),
             logp=np.zeros((horizon, k), np.float32),
             values=np.zeros((horizon, k), np.float32),
             rewards=np.zeros((horizon, k), np.float32),

@@ -15,7 +15,7 @@ from ppo1 import PPO1Error, checkpoint
 from ppo1.advantages import gae
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import VecAtari, cpu_count
+from ppo1.envs import cpu_count, make_vec_env
 from ppo1.metrics import EpisodeLog, ProgressLog
 from ppo1.movie import TrainingVideo
 from ppo1.policies import build
@@ -85,8 +85,8 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
         config.check_fits(comm.size)
         if fresh and comm.is_root and (moved := _move_aside(config.run_dir)):
             log(f"ppo1: --fresh: moved the previous run to {moved}")
-        venv = VecAtari(config.env_name, config.envs_per_rank, config.seed, comm.rank)
-        policy = build(config.model_type, venv.num_actions)
+        venv = make_vec_env(config.env_name, config.envs_per_rank, config.seed, comm.rank)
+        policy = build(config.model_type, venv.action_space, venv.obs.shape[1:])
         optimizer = torch.optim.Adam(policy.parameters(), lr=config.optim_stepsize, eps=config.adam_epsilon)
         if comm.is_root:
             state, path, problems = checkpoint.load_newest(config.run_dir)
@@ -113,7 +113,8 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
             torch.set_rng_state(mine["torch_rng"])
             rng.bit_generator.state = mine["np_rng"]
             random.setstate(mine["py_rng"])
-            obs = venv.set_state(mine["envs"])
+            if mine["envs"] is not None:
+                obs = venv.set_state(mine["envs"])
         else:
             log(f"ppo1: the checkpoint ran on {state['n_ranks']} ranks, this run on {comm.size} (same "
                 f"{n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
@@ -158,12 +159,14 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
             alpha = linear_alpha(timesteps, config.env_steps)
             seg = collector.collect()
             adv, ret = gae(seg.rewards, seg.values, seg.dones, seg.last_value, config.gamma, config.lam)
+            if hasattr(policy, "ob_rms"):  # baselines: observation statistics update before the epochs
+                policy.ob_rms.update(seg.obs, comm.sum)
             N = T * k  # samples on this rank
             t0 = time.perf_counter()
             stats = update(
                 policy, optimizer, comm, rng,
                 obs=torch.from_numpy(seg.obs.reshape(N, *seg.obs.shape[2:])),
-                actions=torch.from_numpy(seg.actions.reshape(N)),
+                actions=torch.from_numpy(seg.actions.reshape(N, *seg.actions.shape[2:])),
                 old_logp=torch.from_numpy(seg.logp.reshape(N)),
                 adv=torch.from_numpy(standardize(adv.reshape(N))),
                 returns=torch.from_numpy(ret.reshape(N)),

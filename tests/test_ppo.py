@@ -53,7 +53,7 @@ def test_total_loss_is_surrogate_plus_c1_value_minus_c2_entropy():
     old = dist.log_prob(actions)
     values, returns = torch.tensor([1.0, 2.0]), torch.tensor([0.0, 4.0])
     adv = torch.tensor([1.0, 1.0])
-    total, stats = ppo_loss(logits, values, actions, old, adv, returns, clip=0.1, vf_coef=0.5, ent_coef=0.01)
+    total, stats = ppo_loss(dist, values, actions, old, adv, returns, clip=0.1, vf_coef=0.5, ent_coef=0.01)
     entropy = dist.entropy().mean().item()
     assert stats["pol_loss"].item() == pytest.approx(-1.0)
     assert stats["vf_loss"].item() == pytest.approx((1 + 4) / 2)

@@ -30,8 +30,8 @@ comm.check_synced(policy)
 
 def grads(idx):
     policy.zero_grad()
-    logits, values = policy(obs[idx])
-    loss, _ = ppo_loss(logits, values, actions[idx], old_logp[idx], adv[idx], returns[idx], 0.1, 1.0, 0.01)
+    dist, values = policy.dist(obs[idx])
+    loss, _ = ppo_loss(dist, values, actions[idx], old_logp[idx], adv[idx], returns[idx], 0.1, 1.0, 0.01)
     loss.backward()
     return [p.grad.clone() for p in policy.parameters()]
 

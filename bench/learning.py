@@ -1,0 +1,107 @@
+"""Learning benchmarks: train a named benchmark with its reference settings, plot it, summarise it.
+
+    python -m bench.learning pong                 # the PPO paper's Atari settings, 2 ranks x 4 envs
+    python -m bench.learning cartpole --np 2      # baselines' MLP defaults
+    python -m bench.learning pong --env_steps 2e6 --out assets/pong-2M
+
+Writes checkpoint_dir/<run>/progress.csv (a real training run: rerunning resumes it), the learning
+curve PNG and summary.txt (one line: steps, wall time, mean return of the last 100 real games)
+under --out (default asset_dir/<run>/).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+from ppo1.plot import plot
+
+# name -> (env id, ranks, envs per rank, default env_steps, extra flags). Hyperparameters not given
+# here are ppo1's family defaults: the PPO paper's for Atari, baselines' run_mujoco for vectors.
+BENCHMARKS = {
+    "pong": ("PongNoFrameskip-v4", 2, 4, 2_000_000, []),
+    "breakout": ("BreakoutNoFrameskip-v4", 2, 4, 10_000_000, []),
+    "cartpole": ("CartPole-v1", 2, 1, 100_000, []),
+    "hopper": ("Hopper-v5", 2, 1, 1_000_000, []),
+}
+
+
+def _mpirun(np_: int) -> list[str]:
+    here = os.path.join(os.path.dirname(sys.executable), "mpirun")
+    exe = here if os.path.exists(here) else shutil.which("mpirun")
+    if np_ == 1 or exe is None:
+        return []
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    extra = ["--oversubscribe", "--allow-run-as-root"] if "Open MPI" in version else []
+    return [exe, *extra, "-np", str(np_)]
+
+
+def summarize(progress_csv: str) -> dict:
+    """Steps, wall time and final mean return (last 100 real games) of a run's progress.csv."""
+    with open(progress_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise SystemExit(f"bench.learning: {progress_csv} has no iteration yet")
+    last = rows[-1]
+    # time_elapsed restarts on every resume: add up the segments
+    wall, previous = 0.0, 0.0
+    for row in rows:
+        t = float(row["time_elapsed"])
+        if t < previous:
+            wall += previous
+        previous = t
+    wall += previous
+    return {"steps": int(last["timesteps"]), "hours": wall / 3600, "ret100": float(last["ep_return_mean"]),
+            "episodes": int(last["episodes"]), "sps": int(last["timesteps"]) / max(wall, 1e-9)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.learning", description=__doc__.splitlines()[0])
+    p.add_argument("benchmark", choices=sorted(BENCHMARKS))
+    p.add_argument("--env_steps", type=lambda s: int(float(s)), help="agent steps (default: the benchmark's)")
+    p.add_argument("--np", type=int, help="MPI ranks (default: the benchmark's)")
+    p.add_argument("--envs_per_rank", type=int, help="envs per rank (default: the benchmark's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--checkpoint_dir", default="checkpoints")
+    p.add_argument("--run", help="run name (default: bench-<benchmark>)")
+    p.add_argument("--out", help="directory for the PNG and summary (default: assets/<run>)")
+    p.add_argument("--summary_only", action="store_true", help="only plot and summarise an existing run")
+    args = p.parse_args(argv)
+
+    env_id, ranks, envs, steps, extra = BENCHMARKS[args.benchmark]
+    ranks, envs = args.np or ranks, args.envs_per_rank or envs
+    steps = args.env_steps or steps
+    run = args.run or f"bench-{args.benchmark}"
+    out = args.out or os.path.join("assets", run)
+    if not args.summary_only:
+        cmd = [*_mpirun(ranks), sys.executable, "-m", "run_atari", "--env_name", env_id, "--envs_per_rank",
+               str(envs), "--env_steps", str(steps), "--seed", str(args.seed), "--checkpoint_dir",
+               args.checkpoint_dir, "--model_name", run, *extra]
+        print("bench.learning:", " ".join(cmd), flush=True)
+        start = time.time()
+        code = subprocess.call(cmd)
+        if code != 0:
+            print(f"bench.learning: training exited with status {code} after {time.time() - start:.0f} s")
+            return code
+    progress = os.path.join(args.checkpoint_dir, run, "progress.csv")
+    s = summarize(progress)
+    os.makedirs(out, exist_ok=True)
+    png, _ = plot([os.path.join(args.checkpoint_dir, run)], os.path.join(out, "learning_curve.png"),
+                  args.checkpoint_dir)
+    shutil.copyfile(progress, os.path.join(out, "progress.csv"))
+    line = (f"{args.benchmark} ({env_id}, {ranks} ranks x {envs} envs): {s['steps']} agent steps, "
+            f"{s['hours']:.2f} h wall, {s['sps']:.0f} SPS, {s['episodes']} games, "
+            f"mean return of the last 100 games {s['ret100']:.2f}")
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write(line + "\n")
+    print(line)
+    print(f"bench.learning: {png}, {os.path.join(out, 'summary.txt')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Vector-observation envs and baselines' MLP policies (categorical and diagonal Gaussian)."""
+import csv
+import json
+import os
+
+import gymnasium
+import numpy as np
+import pytest
+import torch
+
+from conftest import run_cli, run_script
+from ppo1 import PPO1Error
+from ppo1.envs import VecGym, make_vec_env
+from ppo1.policies import MlpPolicy, RunningMeanStd, build
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_vec_gym_gives_float32_vectors_and_real_episode_statistics():
+    venv = make_vec_env("CartPole-v1", 2, seed=0, rank=0)
+    assert isinstance(venv, VecGym)
+    obs = venv.reset()
+    assert obs.shape == (2, 4) and obs.dtype == np.float32
+    episodes, steps = [], 0
+    while len(episodes) < 3:
+        obs, rew, dones, eps = venv.step(np.array([0, 1]))
+        steps += 1
+        episodes += eps
+        assert rew.dtype == np.float32 and set(rew) == {1.0}
+    assert all(e.ret == e.length for e in episodes), "CartPole pays 1 per step"
+
+
+def test_box_actions_are_clipped_to_the_bounds():
+    venv = make_vec_env("Pendulum-v1", 1, seed=0, rank=0)
+    venv.reset()
+    _, rew, _, _ = venv.step(np.array([[100.0]], np.float32))
+    # Pendulum's cost includes 0.001 * u^2: with u clipped to 2 it stays far below 10
+    assert -rew[0] < 20
+
+
+def test_discrete_mlp_policy_is_two_separate_tanh_networks_with_normc_heads():
+    policy = build("mlp", gymnasium.spaces.Discrete(3), (4,))
+    assert isinstance(policy, MlpPolicy) and not policy.continuous
+    assert sum(isinstance(m, torch.nn.Tanh) for m in policy.pi) == 2
+    assert sum(isinstance(m, torch.nn.Tanh) for m in policy.vf) == 2
+    torch.testing.assert_close(policy.pi[-1].weight.norm(dim=1), torch.full((3,), 0.01))
+    a, logp, v = policy.act(torch.zeros(5, 4))
+    assert a.shape == (5,) and a.dtype == torch.int64 and logp.shape == v.shape == (5,)
+
+
+def test_gaussian_policy_has_state_independent_log_std_and_sums_log_probs():
+    space = gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    policy = build("mlp", space, (3,))
+    assert policy.continuous and torch.equal(policy.logstd.data, torch.zeros(2))
+    obs = torch.randn(4, 3)
+    a, logp, _ = policy.act(obs)
+    assert a.shape == (4, 2) and a.dtype == torch.float32
+    dist, _ = policy.dist(obs)
+    mean = dist.base_dist.mean
+    expected = torch.distributions.Normal(mean, torch.ones_like(mean)).log_prob(a).sum(-1)
+    torch.testing.assert_close(logp, expected)
+    greedy, _, _ = policy.act(obs, greedy=True)
+    torch.testing.assert_close(greedy, mean)
+
+
+def test_running_mean_std_normalizes_and_clips():
+    rms = RunningMeanStd((2,))
+    x = np.random.default_rng(0).normal([10.0, -5.0], [2.0, 0.5], size=(10000, 2))
+    rms.update(x)
+    z = rms.normalize(torch.from_numpy(x).float())
+    assert torch.allclose(z.mean(0), torch.zeros(2), atol=0.02)
+    assert torch.allclose(z.std(0), torch.ones(2), atol=0.02)
+    assert rms.normalize(torch.tensor([[1e6, -1e6]])).tolist() == [[5.0, -5.0]]
+
+
+def test_observation_statistics_are_identical_on_two_ranks_and_equal_the_union():
+    r = run_script(os.path.join(HERE, "mpi", "obs_stats.py"), 2, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 1: OK" in r.stdout
+
+
+def test_mlp_on_image_observations_and_cnn_on_vectors_are_refused():
+    with pytest.raises(PPO1Error, match="mlp needs vector observations"):
+        build("mlp", 6, (4, 84, 84))
+    with pytest.raises(PPO1Error, match="needs Atari frames"):
+        build("small", gymnasium.spaces.Discrete(2), (4,))
+
+
+def test_vector_env_gets_baselines_mujoco_defaults_and_saves_obs_statistics(tmp_path):
+    r = run_cli(["--env_name", "CartPole-v1", "--timesteps_per_actorbatch", "256", "--env_steps", "512",
+                 "--checkpoint_dir", str(tmp_path), "--model_name", "cp"])
+    assert r.returncode == 0, r.stderr
+    config = json.loads((tmp_path / "cp" / "config.json").read_text())
+    assert (config["model_type"], config["optim_epochs"], config["optim_stepsize"], config["optim_batchsize"],
+            config["epsilon"], config["ent_coef"]) == ("mlp", 10, 3e-4, 64, 0.2, 0.0)
+    state = torch.load(tmp_path / "cp" / "latest.pt", weights_only=True)
+    assert state["model"]["ob_rms.count"] > 500
+
+
+def test_cartpole_learns_to_475_within_100k_steps_on_two_ranks(tmp_path):
+    """The learning check: baselines' MLP defaults, mpirun -np 2 x 1 env, 24 iterations of 4096 steps."""
+    r = run_cli(["--env_name", "CartPole-v1", "--env_steps", "100000", "--seed", "1",
+                 "--checkpoint_dir", str(tmp_path), "--model_name", "cp"], np_=2, timeout=400)
+    assert r.returncode == 0, r.stderr
+    episodes = []
+    for rank in (0, 1):
+        with open(tmp_path / "cp" / f"episodes.rank{rank}.csv") as f:
+            episodes += [(int(row["timesteps"]), float(row["return"])) for row in csv.DictReader(f)]
+    assert max(t for t, _ in episodes) <= 100_000
+    last20 = [ret for _, ret in sorted(episodes)[-20:]]
+    assert np.mean(last20) >= 475, last20
