@@ -26,6 +26,9 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3"],
+        "mujoco": ["gymnasium[mujoco]>=1.0,<2"],
+        # `python -m bench.throughput --compare sb3`; needs no other torch than the one installed
+        "bench": ["stable-baselines3>=2.3,<3"],
     },
     entry_points={"console_scripts": ["ppo1=ppo1.cli:main"]},
 )
