@@ -17,7 +17,7 @@ setup(
         "mpi4py>=4.0,<5",
         # MPI from PyPI, so no system package is needed; a system MPI works too.
         "mpich>=4.2; sys_platform == 'linux'",
-        "gymnasium[atari]>=1.0,<2",
+        "gymnasium[atari,classic-control]>=1.0,<2",  # classic-control: pygame, to render CartPole & co.
         "ale-py>=0.10,<1",
         "opencv-python-headless>=4.8",
         "moviepy>=2.0,<3",

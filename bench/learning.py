@@ -4,9 +4,9 @@
     python -m bench.learning cartpole --np 2      # baselines' MLP defaults
     python -m bench.learning pong --env_steps 2e6 --out assets/pong-2M
 
-Writes checkpoint_dir/<run>/progress.csv (a real training run: rerunning resumes it), the learning
+Writes checkpoint_dir/<run>/progress.csv (a real training run: rerunning resumes it), and the learning
 curve PNG and summary.txt (one line: steps, wall time, mean return of the last 100 real games)
-under --out (default asset_dir/<run>/).
+under --out (default assets/<run>/).
 """
 from __future__ import annotations
 
@@ -92,7 +92,6 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(out, exist_ok=True)
     png, _ = plot([os.path.join(args.checkpoint_dir, run)], os.path.join(out, "learning_curve.png"),
                   args.checkpoint_dir)
-    shutil.copyfile(progress, os.path.join(out, "progress.csv"))
     line = (f"{args.benchmark} ({env_id}, {ranks} ranks x {envs} envs): {s['steps']} agent steps, "
             f"{s['hours']:.2f} h wall, {s['sps']:.0f} SPS, {s['episodes']} games, "
             f"mean return of the last 100 games {s['ret100']:.2f}")

@@ -103,6 +103,8 @@ class AtariEnv:
         self.ale = self.gym_env.ale
         self.action_set = list(self.gym_env._action_set)
         self.num_actions = len(self.action_set)
+        self.action_space = self.gym_env.action_space
+        self.obs_shape = (FRAME_STACK, FRAME_SIZE, FRAME_SIZE)
         meanings = self.gym_env.get_action_meanings()
         self.has_fire = len(meanings) >= 3 and meanings[1] == "FIRE"
         self.rng = np.random.default_rng(noop_seed)
@@ -267,42 +269,90 @@ class VecAtari:
             env.close()
 
 
-class VecGym:
-    """k gymnasium envs with vector observations (classic control, MuJoCo), stepped together.
+class GymEnv:
+    """One gymnasium env with vector observations (classic control, MuJoCo), the AtariEnv interface.
 
     No preprocessing besides float32 observations and Box actions clipped to their bounds; rewards
     are not clipped; an episode ends when the env terminates or is truncated (as in baselines), and
     the env is reset at once. The episode statistics are the env's own returns and lengths.
     """
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, render_mode: str | None = None):
+    def __init__(self, env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None):
         gymnasium = _gym()
         env_spec(env_id)
         kwargs = {"render_mode": render_mode} if render_mode else {}
+        if render_mode == "rgb_array":
+            os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo renders off-screen without a display
+            if not os.environ.get("DISPLAY"):
+                os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic control) likewise
         try:
-            self.envs = [gymnasium.make(env_id, **kwargs) for _ in range(num_envs)]
+            self.gym_env = gymnasium.make(env_id, **kwargs)
         except gymnasium.error.DependencyNotInstalled as e:
             raise PPO1Error(f"--env_name={env_id!r} needs a package that is not installed: {e}") from None
-        self.num_envs = num_envs
-        self.observation_space = self.envs[0].observation_space
-        self.action_space = self.envs[0].action_space
+        self.observation_space = self.gym_env.observation_space
+        self.action_space = self.gym_env.action_space
         if not isinstance(self.observation_space, gymnasium.spaces.Box) or len(self.observation_space.shape) != 1:
             raise PPO1Error(f"--env_name={env_id!r} has observations {self.observation_space}: ppo1 trains Atari "
                             "games (image observations) and envs with vector observations")
         self.num_actions = int(getattr(self.action_space, "n", None) or self.action_space.shape[0])
-        self._seeds = [int(env_seed(seed, rank, i).generate_state(1)[0] % (2**31 - 1)) for i in range(num_envs)]
-        self.obs = np.zeros((num_envs, *self.observation_space.shape), np.float32)
-        self._ret = np.zeros(num_envs)
-        self._len = np.zeros(num_envs, np.int64)
-        self._start = np.zeros(num_envs)
+        self.obs_shape = tuple(self.observation_space.shape)
         self._box = isinstance(self.action_space, gymnasium.spaces.Box)
+        self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
+        self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+
+    def reset(self) -> np.ndarray:
+        """Start a new (seeded) episode. Returns obs (D,) float32."""
+        obs, _ = self.gym_env.reset(seed=self._seed)
+        self.action_space.seed(self._seed)
+        self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+        return np.asarray(obs, np.float32)
+
+    def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
+        """(obs, reward, done, episode) as AtariEnv.step; after done, obs starts the next episode."""
+        a = np.clip(action, self.action_space.low, self.action_space.high) if self._box else int(action)
+        obs, reward, terminated, truncated, _ = self.gym_env.step(a)
+        self.ep_return += float(reward)
+        self.ep_length += 1
+        episode = None
+        if terminated or truncated:
+            episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
+                              bool(truncated and not terminated))
+            obs, _ = self.gym_env.reset()
+            self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+        return np.asarray(obs, np.float32), float(reward), episode is not None, episode
+
+    @property
+    def fps(self) -> int:
+        """Frames per second of the env's own rendering (one frame per step)."""
+        return int(self.gym_env.metadata.get("render_fps") or 30)
+
+    def rgb(self) -> np.ndarray:
+        """The env's rendered frame (H, W, 3) uint8 (needs render_mode='rgb_array')."""
+        try:
+            frame = self.gym_env.render()
+        except Exception as e:  # a missing renderer (pygame, OpenGL) surfaces only here
+            raise PPO1Error(f"{self.gym_env.spec.id} cannot render frames: {type(e).__name__}: {e}".splitlines()[0])
+        return np.asarray(frame, np.uint8)
+
+    def close(self) -> None:
+        self.gym_env.close()
+
+
+class VecGym:
+    """k GymEnvs of one rank, stepped together (the VecAtari interface)."""
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int):
+        self.envs = [GymEnv(env_id, env_seed(seed, rank, i)) for i in range(num_envs)]
+        self.num_envs = num_envs
+        self.observation_space = self.envs[0].observation_space
+        self.action_space = self.envs[0].action_space
+        self.num_actions = self.envs[0].num_actions
+        self.obs = np.zeros((num_envs, *self.observation_space.shape), np.float32)
 
     def reset(self) -> np.ndarray:
         """Reset all envs (seeded). Returns obs (k, D) float32 (a buffer reused across calls)."""
         for i, env in enumerate(self.envs):
-            self.obs[i], _ = env.reset(seed=self._seeds[i])
-            env.action_space.seed(self._seeds[i])
-        self._ret[:], self._len[:], self._start[:] = 0.0, 0, time.time()
+            self.obs[i] = env.reset()
         return self.obs
 
     def step(self, actions: np.ndarray):
@@ -312,17 +362,9 @@ class VecGym:
         dones = np.zeros(k, bool)
         episodes = []
         for i, env in enumerate(self.envs):
-            a = np.clip(actions[i], self.action_space.low, self.action_space.high) if self._box else int(actions[i])
-            obs, r, terminated, truncated, _ = env.step(a)
-            rewards[i], dones[i] = r, terminated or truncated
-            self._ret[i] += r
-            self._len[i] += 1
-            if dones[i]:
-                episodes.append(Episode(float(self._ret[i]), int(self._len[i]), time.time() - self._start[i],
-                                        bool(truncated and not terminated)))
-                self._ret[i], self._len[i], self._start[i] = 0.0, 0, time.time()
-                obs, _ = env.reset()
-            self.obs[i] = obs
+            self.obs[i], rewards[i], dones[i], ep = env.step(actions[i])
+            if ep is not None:
+                episodes.append(ep)
         return self.obs, rewards, dones, episodes
 
     def get_state(self) -> None:
@@ -339,6 +381,13 @@ def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int):
     if is_atari(env_id):
         return VecAtari(env_id, num_envs, seed, rank)
     return VecGym(env_id, num_envs, seed, rank)
+
+
+def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None):
+    """One env that plays whole games with real scores: AtariEnv(training=False) or GymEnv."""
+    if is_atari(env_id):
+        return AtariEnv(env_id, seed, training=False, render_mode=render_mode)
+    return GymEnv(env_id, seed, render_mode=render_mode)
 
 
 def cpu_count() -> int:

@@ -6,6 +6,9 @@ straight from the emulator to moviepy's ffmpeg writer, one at a time, so a whole
 more memory than one frame (no image files in between). A GIF, when asked for, takes every third
 frame (20 fps, real time: GIF frame delays are whole hundredths of a second) and holds its frames in
 memory until written, so keep GIFs short with --max_frames.
+
+Envs with vector observations (CartPole, MuJoCo) are recorded from their own renderer, one frame
+per agent step at the env's render_fps (CartPole 50, Hopper 125).
 """
 from __future__ import annotations
 
@@ -21,9 +24,9 @@ import torch
 from ppo1 import PPO1Error
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import AtariEnv
+from ppo1.envs import AtariEnv, GymEnv, is_atari
 from ppo1.play import choose_action, fmt_score, generator_for, load_trained
-from ppo1.policies import CnnPolicy
+from ppo1.policies import ActorCritic
 
 FPS = 60          # emulator frames per second (NTSC)
 GIF_EVERY = 3     # a GIF keeps every 3rd frame ...
@@ -64,13 +67,14 @@ class Recording:
     score: float           # the game's score over the recorded part
     finished: bool         # the game ended (False: cut by max_frames)
     seconds: float         # wall time of playing and encoding
+    fps: int = FPS         # frames per second of the MP4
 
 
 def _tmp_path(directory: str, ext: str) -> str:
     return os.path.join(directory, f".recording-{os.getpid()}.{ext}")
 
 
-def record_game(policy: CnnPolicy, env_name: str, seed: np.random.SeedSequence, stem: str,
+def record_game(policy: ActorCritic, env_name: str, seed: np.random.SeedSequence, stem: str,
                 greedy: bool = False, max_frames: int = 0, gif: bool = False) -> Recording:
     """Play one game of `env_name` with `policy` and record it as `<stem>_score<S>[_partial].mp4`.
 
@@ -85,10 +89,16 @@ def record_game(policy: CnnPolicy, env_name: str, seed: np.random.SeedSequence, 
     directory = os.path.dirname(os.path.abspath(stem))
     os.makedirs(directory, exist_ok=True)
     env_seed, torch_seed = seed.spawn(2)
-    env = AtariEnv(env_name, env_seed, training=False)
-    height, width = env.ale.getScreenDims()
+    atari = is_atari(env_name)
+    if atari:
+        env = AtariEnv(env_name, env_seed, training=False)
+        (height, width), fps = env.ale.getScreenDims(), FPS
+    else:
+        env = GymEnv(env_name, env_seed, render_mode="rgb_array")
+        obs = env.reset()
+        (height, width), fps = env.rgb().shape[:2], env.fps
     tmp = _tmp_path(directory, "mp4")
-    writer = FFMPEG_VideoWriter(tmp, (width, height), FPS)
+    writer = FFMPEG_VideoWriter(tmp, (width, height), fps)
     count = 0  # frames written
     gif_frames: list[np.ndarray] = []
 
@@ -102,13 +112,19 @@ def record_game(policy: CnnPolicy, env_name: str, seed: np.random.SeedSequence, 
         count += 1
 
     try:
-        env.ale = _FrameTap(env.ale, sink)
         generator = generator_for(torch_seed)
-        obs, finished, steps = env.reset(), False, 0
+        finished, steps = False, 0
+        if atari:
+            env.ale = _FrameTap(env.ale, sink)
+            obs = env.reset()
+        else:
+            sink(env.rgb())
         while not finished and not (max_frames and count >= max_frames):
             obs, _reward, _done, episode = env.step(choose_action(policy, obs, greedy, generator))
             steps += 1
             finished = episode is not None
+            if not atari and not finished:  # a finished GymEnv has already reset: skip that frame
+                sink(env.rgb())
         score = episode.ret if finished else env.ep_return
         writer.close()
         if not os.path.exists(tmp) or os.path.getsize(tmp) == 0:
@@ -133,14 +149,14 @@ def record_game(policy: CnnPolicy, env_name: str, seed: np.random.SeedSequence, 
             with contextlib.suppress(OSError):
                 os.unlink(tmp_gif)
     return Recording(name + ".mp4", gif_path, count, len(gif_frames), steps, float(score), finished,
-                     time.time() - start)
+                     time.time() - start, fps)
 
 
 def describe(rec: Recording) -> str:
     """One line about a recording: score, frames, steps, file sizes."""
     cut = "" if rec.finished else f" (cut at {rec.frames} frames)"
     text = (f"score {fmt_score(rec.score)}{cut}, {rec.steps} agent steps, {rec.frames} frames "
-            f"({rec.frames / FPS:.1f} s at {FPS} fps) -> {rec.path} ({os.path.getsize(rec.path) / 1e3:.0f} kB)")
+            f"({rec.frames / rec.fps:.1f} s at {rec.fps} fps) -> {rec.path} ({os.path.getsize(rec.path) / 1e3:.0f} kB)")
     if rec.gif:
         text += f", {rec.gif} ({rec.gif_frames} frames at {GIF_FPS} fps, {os.path.getsize(rec.gif) / 1e3:.0f} kB)"
     return text
@@ -183,7 +199,7 @@ class TrainingVideo:
     def due(self, iteration: int) -> bool:
         return bool(self.interval) and iteration % self.interval == 0
 
-    def maybe_record(self, policy: CnnPolicy, iteration: int, timesteps: int) -> Recording | None:
+    def maybe_record(self, policy: ActorCritic, iteration: int, timesteps: int) -> Recording | None:
         """Record a game when `iteration` is a multiple of the interval. Returns it, or None."""
         if not self.due(iteration):
             return None

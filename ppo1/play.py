@@ -1,7 +1,8 @@
 """`--mode play`: play whole games with the newest checkpoint of a run and report their real scores.
 
 The game and the model come from the config saved in the checkpoint; a flag that contradicts it is
-an error. Games are whole (all lives, unclipped score, no life-loss resets: `AtariEnv(training=False)`).
+an error. Games are whole (all lives, unclipped score, no life-loss resets: `AtariEnv(training=False)`);
+envs with vector observations play their own episodes (`GymEnv`).
 Under `mpirun -np R` the games are dealt round-robin to the ranks and rank 0 reports all of them.
 """
 from __future__ import annotations
@@ -17,8 +18,8 @@ import torch
 from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import AtariEnv, Episode
-from ppo1.policies import CnnPolicy, build
+from ppo1.envs import Episode, make_eval_env
+from ppo1.policies import ActorCritic, build
 
 # Flags that play and movie take from the command line; every other setting is the checkpoint's.
 EVAL_FLAGS = ("checkpoint_dir", "model_name", "asset_dir", "seed", "num_threads", "deterministic")
@@ -30,7 +31,7 @@ PLAY_STREAM = 1_000_001
 class Trained:
     """A policy restored from a checkpoint, with the settings it was trained with."""
 
-    policy: CnnPolicy
+    policy: ActorCritic
     config: Config      # the checkpoint's config, with the evaluation flags (EVAL_FLAGS) applied
     path: str
     iteration: int
@@ -78,7 +79,12 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
     comm.agree(error)
     loaded = comm.bcast(loaded)
     saved = Config.from_dict(loaded["config"])
-    policy = build(saved.model_type, loaded["num_actions"])
+    if saved.model_type == "mlp":  # the MLP's shape comes from the env's spaces
+        env = make_eval_env(saved.env_name, np.random.SeedSequence(0))
+        policy = build(saved.model_type, env.action_space, env.obs_shape)
+        env.close()
+    else:
+        policy = build(saved.model_type, loaded["num_actions"])
     policy.load_state_dict(loaded["model"])
     policy.eval()
     torch.set_num_threads(given.get("num_threads") or 1)  # batch-1 forward passes: 1 thread is fastest
@@ -86,15 +92,20 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
 
 
 @torch.no_grad()
-def choose_action(policy: CnnPolicy, obs: np.ndarray, greedy: bool, generator: torch.Generator) -> int:
-    """The action for one observation (4, 84, 84) uint8: argmax when greedy, else sampled from pi.
+def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator: torch.Generator):
+    """The action for one observation: the most probable (greedy) or one sampled from pi.
 
-    Samples with its own generator, so evaluation never moves the global torch RNG that training uses.
+    Returns an int (discrete actions) or a float32 array (Box actions). Samples with its own
+    generator, so evaluation never moves the global torch RNG that training uses.
     """
-    logits, _value = policy(torch.from_numpy(obs).unsqueeze(0))
+    dist, _value = policy.dist(torch.from_numpy(obs).unsqueeze(0))
+    if getattr(policy, "continuous", False):
+        base = dist.base_dist
+        noise = 0.0 if greedy else base.stddev * torch.randn(base.mean.shape, generator=generator)
+        return (base.mean + noise)[0].numpy()
     if greedy:
-        return int(logits.argmax(-1))
-    return int(torch.multinomial(torch.softmax(logits, -1), 1, generator=generator))
+        return int(dist.logits.argmax(-1))
+    return int(torch.multinomial(dist.probs, 1, generator=generator))
 
 
 def generator_for(seed: np.random.SeedSequence) -> torch.Generator:
@@ -102,9 +113,9 @@ def generator_for(seed: np.random.SeedSequence) -> torch.Generator:
     return torch.Generator().manual_seed(int(seed.generate_state(1, np.uint64)[0] >> 1))
 
 
-def play_games(policy: CnnPolicy, env: AtariEnv, n: int, greedy: bool, generator: torch.Generator,
+def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.Generator,
                on_game: Callable[[Episode], None] = lambda ep: None) -> list[Episode]:
-    """Play n whole games in `env` (built with training=False). Returns their Episodes."""
+    """Play n whole games in `env` (from make_eval_env). Returns their Episodes."""
     games: list[Episode] = []
     obs = env.reset()
     while len(games) < n:
@@ -165,7 +176,7 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
     env_seed, torch_seed = seed.spawn(2)
     error, env = None, None
     try:
-        env = AtariEnv(cfg.env_name, env_seed, training=False, render_mode=render_mode)
+        env = make_eval_env(cfg.env_name, env_seed, render_mode=render_mode)
         if env.num_actions != trained.policy.num_actions:
             raise PPO1Error(f"checkpoint {trained.path} has {trained.policy.num_actions} actions, "
                             f"{cfg.env_name} has {env.num_actions}")

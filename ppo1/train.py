@@ -131,6 +131,7 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
             f"run dir {config.run_dir}")
         progress = ProgressLog(config.run_dir, total_steps=n_iters * steps_per_iter, start_step=timesteps)
         video = TrainingVideo(config, log=progress.note)
+        log = progress.note  # later messages go above the progress bar
     episode_log = EpisodeLog(config.run_dir, comm.rank)
     collector = Collector(venv, policy, T, obs)
     update_seconds = 0.0

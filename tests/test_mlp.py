@@ -109,3 +109,37 @@ def test_cartpole_learns_to_475_within_100k_steps_on_two_ranks(tmp_path):
     assert max(t for t, _ in episodes) <= 100_000
     last20 = [ret for _, ret in sorted(episodes)[-20:]]
     assert np.mean(last20) >= 475, last20
+
+
+@pytest.fixture(scope="module")
+def cartpole_run(tmp_path_factory):
+    ck = tmp_path_factory.mktemp("cp")
+    r = run_cli(["--env_name", "CartPole-v1", "--timesteps_per_actorbatch", "512", "--env_steps", "1024",
+                 "--checkpoint_dir", str(ck), "--model_name", "cp"])
+    assert r.returncode == 0, r.stderr
+    return ck
+
+
+def test_play_reports_vector_env_episodes_with_the_checkpoints_mlp(cartpole_run):
+    r = run_cli(["--mode", "play", "--episodes", "3", "--checkpoint_dir", str(cartpole_run), "--model_name", "cp"])
+    assert r.returncode == 0, r.stderr
+    games = [line for line in r.stdout.splitlines() if line.startswith("game ")]
+    assert len(games) == 3
+    for line in games:   # CartPole pays 1 per step: score == length
+        score, steps = line.split("score ")[1].split(", ")
+        assert int(score) == int(steps.split()[0]) > 0
+    assert "ppo1: 3 games: score" in r.stdout
+
+
+def test_movie_of_a_vector_env_records_its_rendered_frames(cartpole_run, tmp_path):
+    from moviepy import VideoFileClip
+    r = run_cli(["--mode", "movie", "--checkpoint_dir", str(cartpole_run), "--model_name", "cp",
+                 "--asset_dir", str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    [mp4] = list((tmp_path / "cp").glob("CartPole-v1_iter*_score*.mp4"))
+    score = int(mp4.stem.split("score")[1])
+    clip = VideoFileClip(str(mp4))
+    frames = list(clip.iter_frames())
+    clip.close()
+    assert frames[0].shape == (400, 600, 3)
+    assert clip.fps == 50 and abs(len(frames) - score) <= 1   # one frame per step (the last one skipped)
