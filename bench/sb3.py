@@ -13,12 +13,22 @@ Needs the `bench` extra: `pip install -e '.[bench]'`.
 """
 from __future__ import annotations
 
+import functools
 import json
 import resource
 import sys
 import time
 
 N_ENVS, N_STEPS = 8, 128
+
+
+def _make(env_name: str, **kwargs):
+    """gymnasium.make with the ALE registered first: SubprocVecEnv's workers start without it."""
+    import ale_py
+    import gymnasium
+
+    gymnasium.register_envs(ale_py)
+    return gymnasium.make(env_name, **kwargs)
 
 
 def run(env_name: str, steps: int, warmup: int, vec: str = "dummy", seed: int = 0) -> dict:
@@ -35,7 +45,8 @@ def run(env_name: str, steps: int, warmup: int, vec: str = "dummy", seed: int = 
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack
 
     vec_cls = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}[vec]
-    env = VecFrameStack(make_atari_env(env_name, n_envs=N_ENVS, seed=seed, vec_env_cls=vec_cls), n_stack=4)
+    env = VecFrameStack(make_atari_env(functools.partial(_make, env_name), n_envs=N_ENVS, seed=seed,
+                                       vec_env_cls=vec_cls), n_stack=4)
     model = PPO("CnnPolicy", env, n_steps=N_STEPS, n_epochs=4, batch_size=256,
                 learning_rate=lambda f: 2.5e-4 * f, clip_range=lambda f: 0.1 * f,
                 vf_coef=0.5, ent_coef=0.01, seed=seed, device="cpu", verbose=0)

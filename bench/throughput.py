@@ -7,8 +7,10 @@ iterations and reports, over the timed iterations only:
     SPS                    agent steps per second summed over all actors
     env / infer / update   rank 0's share of the wall time stepping games, in batched inference and
                            in the PPO update (the rest, `other`, is GAE, logging, statistics)
-    allreduce              the gradient allreduces, as a share of the update (per rank: min..max;
-                           the max includes waiting for the slower rank)
+    allred/upd             time in the gradient allreduces as a share of the update, per rank
+                           (min..max): the transfer plus waiting for the slowest rank to arrive
+    xfer/upd               the transfer alone: one allreduce of the gradient buffer timed after a
+                           barrier (bench.worker), times the minibatches, over the update time
     peak RSS               per rank, MB (getrusage ru_maxrss at the end of the run)
     ideal, ratio           1 / (1/env + 1/fwd + epochs/train) per rank from the limits measured with
                            ppo1's own stack at 1 torch thread (bench.limits), times min(ranks, cores);
@@ -31,6 +33,8 @@ import dataclasses
 import json
 import os
 import shutil
+import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -45,7 +49,7 @@ TARGET_EQUAL_VS_SB3 = 1.0
 TARGET_SCALING = 1.7
 TARGET_ALLREDUCE_SHARE = 0.05
 TARGET_RSS_MB = 600.0
-NO_COLLAPSE = 0.75  # 4 ranks on 2 cores keep at least this share of 2 ranks' SPS
+NO_COLLAPSE = 0.5   # 4 ranks on 2 cores: a collapse is the multi-x slowdown of oversubscribed threads
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +105,23 @@ def mpirun(ranks: int) -> list[str]:
     return cmd
 
 
+def busy_cpu_seconds() -> float | None:
+    """CPU seconds all processes of the machine have used since boot (/proc/stat; None if absent)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    """CPU seconds of this process's finished descendants (mpirun, its proxies, the ranks, ...)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _env() -> dict:
     return dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
@@ -133,9 +154,11 @@ def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
     spec_path, out_path = os.path.join(workdir, run + ".spec.json"), os.path.join(workdir, run + ".out.json")
     with open(spec_path, "w", encoding="utf-8") as f:
         json.dump(spec, f)
-    load_before = os.getloadavg()
+    load_before, t_before = os.getloadavg(), time.monotonic()
+    busy_before, own_before = busy_cpu_seconds(), children_cpu_seconds()
     _run(mpirun(s.ranks) + [sys.executable, "-m", "bench.worker", spec_path, out_path],
          os.path.join(workdir, run + ".log"), timeout=300 + 60 * (args.warmup + args.iterations) * s.epochs)
+    busy_after, own_after, t_after = busy_cpu_seconds(), children_cpu_seconds(), time.monotonic()
     with open(out_path, encoding="utf-8") as f:
         out = json.load(f)
     with open(os.path.join(workdir, run, "progress.csv"), newline="", encoding="utf-8") as f:
@@ -148,6 +171,8 @@ def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
     ranks = out["ranks"]
     comm_shares = [r["window_comm_seconds"] / d["time_update"] for r in ranks
                    if r.get("window_comm_seconds") is not None and d["time_update"] > 0]
+    minibatches = args.iterations * s.epochs * -(-s.horizon // s.minibatch)
+    transfer = ranks[0].get("allreduce_transfer_seconds")
     return {
         "scenario": dataclasses.asdict(s), "label": s.label, "actors": s.actors,
         "warmup": args.warmup, "iterations": args.iterations, "steps": d["timesteps"], "seconds": wall,
@@ -159,11 +184,17 @@ def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
                                   if k.startswith("time_")},
         "allreduce_share_of_update": d["time_comm"] / d["time_update"] if d["time_update"] > 0 else 0.0,
         "allreduce_share_of_update_per_rank": comm_shares,
+        "allreduce_transfer_ms": None if transfer is None else 1e3 * transfer,
+        "allreduce_transfer_share_of_update": None if transfer is None or d["time_update"] <= 0
+        else transfer * minibatches / d["time_update"],
         "peak_rss_mb": [r["peak_rss_mb"] for r in ranks],
         "torch_threads": [r["torch_threads"] for r in ranks],
         "cpu_seconds": [r["cpu_seconds"] for r in ranks],
         "involuntary_switches": [r["involuntary_switches"] for r in ranks],
         "load_before": load_before, "load_after": os.getloadavg(),
+        # cores used by other processes meanwhile: the machine's CPU time minus that of mpirun and the ranks
+        "foreign_cores": None if busy_before is None else max(
+            0.0, (busy_after - busy_before - (own_after - own_before)) / (t_after - t_before)),
     }
 
 
@@ -173,7 +204,9 @@ def median_run(s: Scenario, args: argparse.Namespace, workdir: str, say) -> dict
     for i in range(args.repeat):
         say(f"  {s.name}: {s.label}, run {i + 1}/{args.repeat} ...")
         runs.append(run_training(s, args, workdir))
-        say(f"    {runs[-1]['sps']:.0f} SPS")
+        foreign = runs[-1]["foreign_cores"]
+        say(f"    {runs[-1]['sps']:.0f} SPS" + ("" if foreign is None else
+            f" (other processes used {foreign:.2f} cores meanwhile{'' if foreign < 0.2 else ': disturbed'})"))
     runs.sort(key=lambda r: r["sps"])
     best = dict(runs[(len(runs) - 1) // 2])
     best["sps_runs"] = [r["sps"] for r in runs]
@@ -190,7 +223,7 @@ def format_report(report: dict) -> str:
              f"{report['warmup']} warm-up + {report['iterations']} timed iterations, "
              f"load {report['load_start'][0]:.2f} at start, {report['load_end'][0]:.2f} at end", ""]
     head = (f"{'scenario':<9} {'setting':<30} {'SPS':>6} {'env':>4} {'infer':>5} {'update':>6} {'other':>5} "
-            f"{'allred/upd':>10} {'RSS MB/rank':>12} {'ideal':>6} {'ratio':>5}")
+            f"{'allred/upd':>10} {'xfer/upd':>8} {'RSS MB/rank':>12} {'ideal':>6} {'ratio':>5} {'runs (SPS)':>16} {'other load':>10}")
     lines += [head, "-" * len(head)]
     for r in report["runs"]:
         sh, lim = r["share"], r.get("limits")
@@ -198,11 +231,13 @@ def format_report(report: dict) -> str:
         allred = (f"{_pct(min(per_rank))}..{_pct(max(per_rank))}" if len(per_rank) > 1
                   else _pct(r["allreduce_share_of_update"]))
         rss = "/".join(f"{m:.0f}" for m in r["peak_rss_mb"])
+        xfer = "-" if r["allreduce_transfer_share_of_update"] is None else _pct(r["allreduce_transfer_share_of_update"])
         ideal = f"{r['ideal_sps']:.0f}" if lim else "-"
         ratio = f"{r['sps'] / r['ideal_sps']:.2f}" if lim else "-"
         lines.append(f"{r['scenario']['name']:<9} {r['label']:<30} {r['sps']:>6.0f} {_pct(sh['env']):>4} "
-                     f"{_pct(sh['inference']):>5} {_pct(sh['update']):>6} {_pct(sh['other']):>5} {allred:>10} "
-                     f"{rss:>12} {ideal:>6} {ratio:>5}")
+                     f"{_pct(sh['inference']):>5} {_pct(sh['update']):>6} {_pct(sh['other']):>5} {allred:>10} {xfer:>8} "
+                     f"{rss:>12} {ideal:>6} {ratio:>5} {'/'.join(f'{x:.0f}' for x in r['sps_runs']):>16} "
+                     f"{'-' if r['foreign_cores'] is None else format(r['foreign_cores'], '.2f'):>10}")
     if any("limits" in r for r in report["runs"]):
         lines += ["", "limits per rank (1 process, 1 torch thread, ppo1's own stack):"]
         for r in report["runs"]:
@@ -217,7 +252,8 @@ def format_report(report: dict) -> str:
         lines += ["", f"Stable-Baselines3 {sb['version']} PPO: {sb['policy']}, {sb['n_envs']} envs ({sb['vec_env']}), "
                       f"n_steps {sb['n_steps']}, {sb['n_epochs']} epochs, batch {sb['batch_size']}, "
                       f"{sb['torch_threads']} torch threads: {sb['sps']:.0f} SPS over {sb['steps']} steps, "
-                      f"peak RSS {sb['peak_rss_mb']:.0f} MB"]
+                      f"peak RSS {sb['peak_rss_mb']:.0f} MB, other load "
+                      f"{'-' if sb['foreign_cores'] is None else format(sb['foreign_cores'], '.2f')} cores"]
     if report["comparisons"]:
         lines += ["", "comparisons:"]
         lines += [f"  {c['what']:<52} {c['value']:>7.2f}  (target {c['op']} {c['target']:g}: "
@@ -245,7 +281,11 @@ def comparisons(runs: dict[str, dict], sb3: dict | None) -> list[dict]:
             NO_COLLAPSE)
     for name, r in runs.items():
         if r["scenario"]["ranks"] > 1:
-            add(f"{name}: allreduce / update (rank 0)", r["allreduce_share_of_update"], "<=", TARGET_ALLREDUCE_SHARE)
+            add(f"{name}: time in allreduce / update (rank 0)", r["allreduce_share_of_update"], "<=",
+                TARGET_ALLREDUCE_SHARE)
+            if r["allreduce_transfer_share_of_update"] is not None:
+                add(f"{name}: allreduce transfer alone / update", r["allreduce_transfer_share_of_update"], "<=",
+                    TARGET_ALLREDUCE_SHARE)
         add(f"{name}: peak RSS per rank, MB (max)", max(r["peak_rss_mb"]), "<=", TARGET_RSS_MB)
     return out
 
@@ -282,6 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # SIGTERM as an exception: the running mpirun is killed and the temporary directory removed
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if args.iterations < 1 or args.warmup < 0 or args.repeat < 1:
         raise SystemExit("bench.throughput: error: need --iterations >= 1, --warmup >= 0, --repeat >= 1")
     if args.preset:
@@ -303,10 +345,14 @@ def main(argv: list[str] | None = None) -> int:
             by_name[s.name] = median_run(s, args, workdir, say)
         if args.compare == "sb3":
             say(f"  SB3 PPO: {args.sb3_warmup} + {args.sb3_steps} steps ({args.sb3_vec}) ...")
-            report["sb3"] = _json_subprocess(
+            busy_before, own_before, t_before = busy_cpu_seconds(), children_cpu_seconds(), time.monotonic()
+            sb3 = report["sb3"] = _json_subprocess(
                 "bench.sb3", {"env_name": args.env_name, "steps": args.sb3_steps, "warmup": args.sb3_warmup,
                               "vec": args.sb3_vec}, os.path.join(workdir, "sb3.log"), timeout=3600)
-            say(f"    {report['sb3']['sps']:.0f} SPS")
+            busy_after, own_after, t_after = busy_cpu_seconds(), children_cpu_seconds(), time.monotonic()
+            sb3["foreign_cores"] = None if busy_before is None else max(
+                0.0, (busy_after - busy_before - (own_after - own_before)) / (t_after - t_before))
+            say(f"    {sb3['sps']:.0f} SPS")
         if not args.no_limits:
             cache: dict[tuple, dict] = {}
             for s in scenarios:

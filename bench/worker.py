@@ -2,7 +2,8 @@
 
 Runs the real training loop (`ppo1.train.train`, fresh, in the spec's checkpoint dir) for
 `warmup + iterations` iterations, then gathers from every rank its peak RSS, CPU time, torch threads
-and the seconds it spent in gradient allreduces during the timed iterations. Rank 0 writes them
+the seconds it spent in gradient allreduces during the timed iterations, and the time of one
+allreduce of the gradient buffer when no rank has to wait for another. Rank 0 writes them
 to OUT.json; the per-iteration timings come from the run's progress.csv (rank 0's clocks).
 """
 from __future__ import annotations
@@ -36,11 +37,29 @@ class TimedComm(Comm):
 
 
 def _window(marks: list[tuple[float, float]], warmup: int, iterations: int) -> dict:
-    """Wall and allreduce seconds of this rank over the timed iterations (None if not seen)."""
-    if len(marks) < warmup + iterations or warmup < 1:
+    """Wall and allreduce seconds of this rank over the timed iterations (None unless train() was
+    seen to call Comm.mean exactly once per iteration, and there was a warm-up to start from)."""
+    if len(marks) != warmup + iterations or warmup < 1:
         return {"window_seconds": None, "window_comm_seconds": None}
     (t0, c0), (t1, c1) = marks[warmup - 1], marks[warmup + iterations - 1]
     return {"window_seconds": t1 - t0, "window_comm_seconds": c1 - c0}
+
+
+def allreduce_transfer_seconds(comm: Comm, reps: int = 50) -> float | None:
+    """Median seconds of one gradient allreduce with every rank already waiting (a barrier first), on
+    a buffer the size of the gradients: the transfer alone, without waiting for a slower rank."""
+    flat = getattr(comm, "_flat", None)  # the gradient buffer Comm reuses across minibatches
+    if comm.size == 1 or flat is None:
+        return None
+    from mpi4py import MPI
+    buf, times = np.zeros(flat.numel(), np.float32), []
+    for i in range(reps + 5):
+        comm._comm.Barrier()
+        start = time.perf_counter()
+        comm._comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+        if i >= 5:
+            times.append(time.perf_counter() - start)
+    return float(np.median(times))
 
 
 def main(argv: list[str]) -> int:
@@ -60,13 +79,14 @@ def main(argv: list[str]) -> int:
         print(f"bench.worker: error on rank {comm.rank}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
         comm.abort(1)
         return 1
+    transfer = allreduce_transfer_seconds(comm)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     mine = {
         "rank": comm.rank, "host": socket.gethostname(), "pid": os.getpid(),
         "peak_rss_mb": usage.ru_maxrss / 1024.0,  # Linux: kilobytes
         "cpu_seconds": usage.ru_utime + usage.ru_stime, "wall_seconds": wall,
         "involuntary_switches": usage.ru_nivcsw, "torch_threads": torch.get_num_threads(),
-        "comm_seconds": comm.seconds, **_window(comm.marks, spec["warmup"], spec["iterations"]),
+        "comm_seconds": comm.seconds, "allreduce_transfer_seconds": transfer, **_window(comm.marks, spec["warmup"], spec["iterations"]),
     }
     ranks = comm.gather(mine)
     if comm.is_root:

@@ -21,6 +21,7 @@ def test_throughput_reports_sps_time_split_rss_and_limits(tmp_path):
     assert 0 < run["share"]["update"] < 1 and 0 <= run["allreduce_share_of_update"] < 1
     assert len(run["peak_rss_mb"]) == 2 and all(m > 0 for m in run["peak_rss_mb"])
     assert len(run["allreduce_share_of_update_per_rank"]) == 2
+    assert run["allreduce_transfer_ms"] > 0 and run["allreduce_transfer_share_of_update"] >= 0
     assert run["torch_threads"] == [1, 1]
     for key in ("env_sps", "forward_sps", "train_sps"):
         assert run["limits"][key] > 0
