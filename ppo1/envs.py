@@ -207,14 +207,15 @@ class AtariEnv:
                 "rng": self.rng.bit_generator.state, "stack": torch.from_numpy(self.stack.copy()),
                 "lives": self.lives, "ep_return": self.ep_return, "ep_length": self.ep_length}
 
-    def set_state(self, state: dict) -> None:
-        """Restore what get_state() returned."""
+    def set_state(self, state: dict) -> np.ndarray:
+        """Restore what get_state() returned. Returns the current observation (4, 84, 84) uint8."""
         import ale_py
         self.ale.restoreState(ale_py.ALEState(state["ale"]))
         self.rng.bit_generator.state = state["rng"]
         self.stack[:] = state["stack"].numpy()
         self.lives, self.ep_return, self.ep_length = state["lives"], state["ep_return"], state["ep_length"]
         self.ep_start = time.time()
+        return self.stack
 
     def rgb(self) -> np.ndarray:
         """The current emulator screen as RGB: (210, 160, 3) uint8."""
@@ -224,49 +225,57 @@ class AtariEnv:
         self.gym_env.close()
 
 
-class VecAtari:
-    """k AtariEnvs of one rank, stepped together so the policy runs one batched forward pass."""
+class VecEnv:
+    """k envs of one rank (AtariEnv or GymEnv), stepped together so the policy runs one batched forward pass."""
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, training: bool = True):
-        self.envs = [AtariEnv(env_id, env_seed(seed, rank, i), training=training) for i in range(num_envs)]
-        self.num_envs = num_envs
-        self.num_actions = self.envs[0].num_actions
-        self.action_space = self.envs[0].gym_env.action_space
-        self.obs = np.zeros((num_envs, FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
+    def __init__(self, envs: list, obs_dtype):
+        self.envs = envs
+        self.num_envs = len(envs)
+        self.num_actions = envs[0].num_actions
+        self.action_space = envs[0].action_space
+        self.obs = np.zeros((self.num_envs, *envs[0].obs_shape), obs_dtype)
 
     def reset(self) -> np.ndarray:
-        """Reset all games. Returns obs (k, 4, 84, 84) uint8 (a buffer reused across calls)."""
+        """Reset all envs. Returns obs (k, *obs_shape) (a buffer reused across calls)."""
         for i, env in enumerate(self.envs):
             self.obs[i] = env.reset()
         return self.obs
 
     def step(self, actions: np.ndarray):
-        """Step every env with actions (k,). Returns (obs (k,4,84,84) uint8, rewards (k,) float32,
-        dones (k,) bool, finished real games [Episode])."""
+        """Step every env with actions (k, ...). Returns (obs (k, *obs_shape), rewards (k,) float32,
+        dones (k,) bool, finished episodes [Episode])."""
         k = self.num_envs
         rewards = np.zeros(k, np.float32)
         dones = np.zeros(k, bool)
         episodes = []
         for i, env in enumerate(self.envs):
-            obs, rewards[i], dones[i], ep = env.step(int(actions[i]))
-            self.obs[i] = obs
+            self.obs[i], rewards[i], dones[i], ep = env.step(actions[i])
             if ep is not None:
                 episodes.append(ep)
         return self.obs, rewards, dones, episodes
 
-    def get_state(self) -> list[dict]:
-        return [env.get_state() for env in self.envs]
+    def get_state(self) -> list[dict] | None:
+        """Every env's state, or None when the envs cannot be snapshotted (GymEnv)."""
+        states = [env.get_state() for env in self.envs]
+        return None if any(st is None for st in states) else states
 
     def set_state(self, states: list[dict]) -> np.ndarray:
-        """Restore every env; returns the current observations (k, 4, 84, 84) uint8."""
+        """Restore every env; returns the current observations (k, *obs_shape)."""
         for i, (env, state) in enumerate(zip(self.envs, states, strict=True)):
-            env.set_state(state)
-            self.obs[i] = env.stack
+            self.obs[i] = env.set_state(state)
         return self.obs
 
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+class VecAtari(VecEnv):
+    """k AtariEnvs of one rank: obs (k, 4, 84, 84) uint8."""
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, training: bool = True):
+        super().__init__([AtariEnv(env_id, env_seed(seed, rank, i), training=training) for i in range(num_envs)],
+                         np.uint8)
 
 
 class GymEnv:
@@ -321,6 +330,10 @@ class GymEnv:
             self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return np.asarray(obs, np.float32), float(reward), episode is not None, episode
 
+    def get_state(self) -> None:
+        """General gymnasium envs cannot be snapshotted: a resumed run starts new episodes."""
+        return None
+
     @property
     def fps(self) -> int:
         """Frames per second of the env's own rendering (one frame per step)."""
@@ -338,42 +351,12 @@ class GymEnv:
         self.gym_env.close()
 
 
-class VecGym:
-    """k GymEnvs of one rank, stepped together (the VecAtari interface)."""
+class VecGym(VecEnv):
+    """k GymEnvs of one rank: obs (k, D) float32."""
 
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int):
-        self.envs = [GymEnv(env_id, env_seed(seed, rank, i)) for i in range(num_envs)]
-        self.num_envs = num_envs
+        super().__init__([GymEnv(env_id, env_seed(seed, rank, i)) for i in range(num_envs)], np.float32)
         self.observation_space = self.envs[0].observation_space
-        self.action_space = self.envs[0].action_space
-        self.num_actions = self.envs[0].num_actions
-        self.obs = np.zeros((num_envs, *self.observation_space.shape), np.float32)
-
-    def reset(self) -> np.ndarray:
-        """Reset all envs (seeded). Returns obs (k, D) float32 (a buffer reused across calls)."""
-        for i, env in enumerate(self.envs):
-            self.obs[i] = env.reset()
-        return self.obs
-
-    def step(self, actions: np.ndarray):
-        """Step every env. Returns (obs (k, D) float32, rewards (k,) float32, dones (k,) bool, [Episode])."""
-        k = self.num_envs
-        rewards = np.zeros(k, np.float32)
-        dones = np.zeros(k, bool)
-        episodes = []
-        for i, env in enumerate(self.envs):
-            self.obs[i], rewards[i], dones[i], ep = env.step(actions[i])
-            if ep is not None:
-                episodes.append(ep)
-        return self.obs, rewards, dones, episodes
-
-    def get_state(self) -> None:
-        """General gymnasium envs cannot be snapshotted: a resumed run starts new episodes."""
-        return None
-
-    def close(self) -> None:
-        for env in self.envs:
-            env.close()
 
 
 def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int):

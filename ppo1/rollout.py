@@ -28,7 +28,7 @@ class Collector:
     """Steps k envs for T steps per call, reusing its buffers; times env and inference separately."""
 
     def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray):
-        """venv: VecAtari or VecGym; obs: (k, ...) the envs' current observations (reset or restored)."""
+        """venv: a VecEnv (VecAtari or VecGym); obs: (k, ...) the envs' current observations (reset or restored)."""
         self.venv, self.policy, self.T = venv, policy, horizon
         k = venv.num_envs
         self.obs = obs.copy()  # (k, ...): the next observation
