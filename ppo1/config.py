@@ -11,10 +11,32 @@ from ppo1 import PPO1Error
 
 MODEL_TYPES = ("small", "large", "mlp")
 
+INITS = ("normc", "orthogonal")
+ADV_NORMS = ("batch", "minibatch")
+
 # Defaults for envs with vector observations (classic control, MuJoCo): baselines' run_mujoco.py.
 VECTOR_DEFAULTS = {
     "model_type": "mlp", "env_steps": 1_000_000, "timesteps_per_actorbatch": 2048, "optim_epochs": 10,
     "optim_stepsize": 3e-4, "optim_batchsize": 64, "epsilon": 0.2, "ent_coef": 0.0, "gamma": 0.99, "lam": 0.95,
+}
+
+# --preset NAME: hyperparameters applied to every flag not given on the command line (Atari).
+# Every field not named keeps the Config default (the PPO paper's Table 5).
+PRESETS: dict[str, dict] = {
+    # The PPO paper, Table 5: small CNN, T 128, 3 epochs, minibatch 32/actor, lr 2.5e-4 and clip 0.1
+    # both annealed, c1 = 1, per-batch advantage standardisation, no gradient clipping.
+    "paper": {},
+    # baselines ppo1's own run_atari.py (lucaslingle/ppo1 "model-ppo1-defaults").
+    "baselines": {"model_type": "large", "timesteps_per_actorbatch": 256, "optim_epochs": 4,
+                  "optim_stepsize": 1e-3, "epsilon": 0.2, "optim_batchsize": 64},
+    # CleanRL ppo_atari.py / baselines ppo2 Atari: Nature CNN, 4 epochs, orthogonal init, c1 0.5,
+    # gradient-norm clipping 0.5, per-minibatch standardisation, clip constant 0.1.
+    "cleanrl": {"model_type": "large", "optim_epochs": 4, "init": "orthogonal", "vf_coef": 0.5,
+                "max_grad_norm": 0.5, "adv_norm": "minibatch", "anneal_clip": False},
+    # Fewest wall-clock minutes to win Pong with 8 actors on 2 CPU cores (README: how it was chosen).
+    "fast": {"model_type": "small", "init": "orthogonal", "optim_epochs": 4, "optim_stepsize": 5e-4,
+             "epsilon": 0.2, "vf_coef": 0.5, "max_grad_norm": 0.5, "adv_norm": "minibatch",
+             "optim_batchsize": 32, "env_steps": 2_500_000},
 }
 
 
@@ -52,6 +74,11 @@ class Config:
     num_threads: int = 0                 # torch threads per rank; 0 = cores available / ranks on the node
     keep_checkpoints: int = 3            # numbered checkpoints kept (latest.pt is always the newest)
     deterministic: bool = False          # 1 thread per rank + deterministic torch kernels: bit-exact resume
+    preset: str = "paper"                # the hyperparameter family the run started from (PRESETS)
+    init: str = "normc"                  # normc (baselines ppo1) or orthogonal (ppo2, CleanRL, SB3)
+    adv_norm: str = "batch"              # standardise advantages per rank batch or per minibatch
+    max_grad_norm: float = 0.0           # clip the global gradient norm (after averaging); 0 = off
+    anneal_clip: bool = True             # anneal the clip parameter with alpha (the paper) or keep it
     extra: dict = field(default_factory=dict)  # room for later settings without breaking old JSON
 
     # ------------------------------------------------------------------ derived
@@ -59,6 +86,10 @@ class Config:
     def run_dir(self) -> str:
         """Directory of this run: checkpoints, config.json, progress.csv, episode logs."""
         return os.path.join(self.checkpoint_dir, self.model_name)
+
+    def clip_param(self, alpha: float) -> float:
+        """The clip parameter at annealing factor alpha."""
+        return self.epsilon * alpha if self.anneal_clip else self.epsilon
 
     def steps_per_iteration(self, n_ranks: int) -> int:
         """Agent steps collected per iteration over all actors."""
@@ -105,6 +136,16 @@ class Config:
             raise PPO1Error(
                 f"--optim_batchsize={self.optim_batchsize} is invalid: must be <= "
                 f"--timesteps_per_actorbatch={self.timesteps_per_actorbatch} (both are per actor)")
+        if finite("max_grad_norm") < 0.0:
+            bad("max_grad_norm", ">= 0 (0 = off)")
+        if self.init not in INITS:
+            bad("init", f"one of {', '.join(INITS)}")
+        if self.adv_norm not in ADV_NORMS:
+            bad("adv_norm", f"one of {', '.join(ADV_NORMS)}")
+        if self.preset not in PRESETS and self.preset != "mujoco":
+            bad("preset", f"one of {', '.join(PRESETS)}")
+        if not isinstance(self.anneal_clip, bool):
+            bad("anneal_clip", "true or false")
         if self.model_type not in MODEL_TYPES:
             bad("model_type", f"one of {', '.join(MODEL_TYPES)}")
         if not isinstance(self.seed, int) or self.seed < 0:

@@ -166,8 +166,11 @@ class AtariEnv:
                 over = self._internal_step(1) or self._internal_step(2)
             if not over:
                 break
-        self.ale.getScreenGrayscale(self._raw[0])
-        self._raw[1] = self._raw[0]
+        if not (self.has_fire and not over):
+            # no agent-sized step ran: the first frame is the last screen (baselines' NoopReset)
+            self.ale.getScreenGrayscale(self._raw[0])
+            self._raw[1] = self._raw[0]
+        # else FIRE's 4-frame steps left the last two screens in _raw: their max, as baselines' FireReset
         self.stack[:] = self._frame()
         self.lives = self.ale.lives()
         return self.stack

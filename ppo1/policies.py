@@ -63,10 +63,22 @@ class ActorCritic(nn.Module):
         return action, dist.log_prob(action), value
 
 
-class CnnPolicy(ActorCritic):
-    """Actor-critic CNN with a shared torso, a categorical policy head and a value head."""
+def orthogonal_init_(module: nn.Module, head_gains: dict[nn.Module, float]) -> None:
+    """ppo2 / CleanRL / SB3 initialisation: orthogonal weights (gain sqrt 2 for hidden layers, the given
+    gain for each head), zero biases."""
+    for m in module.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            nn.init.orthogonal_(m.weight, head_gains.get(m, float(np.sqrt(2))))
+            nn.init.zeros_(m.bias)
 
-    def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4):
+
+class CnnPolicy(ActorCritic):
+    """Actor-critic CNN with a shared torso, a categorical policy head and a value head.
+
+    init: `normc` (baselines ppo1: Glorot-uniform convs, normc linears) or `orthogonal` (ppo2, CleanRL).
+    """
+
+    def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4, init: str = "normc"):
         super().__init__()
         if model_type == "small":   # Mnih et al. 2016 (A3C), used by the PPO paper
             self.torso = nn.Sequential(
@@ -87,6 +99,8 @@ class CnnPolicy(ActorCritic):
         self.num_actions = num_actions
         self.pi = _linear(hidden, num_actions, 0.01)
         self.vf = _linear(hidden, 1, 1.0)
+        if init == "orthogonal":
+            orthogonal_init_(self, {self.pi: 0.01, self.vf: 1.0})
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """obs (B, 4, 84, 84) uint8 -> (logits (B, A) float32, value (B,) float32)."""
@@ -167,7 +181,7 @@ class MlpPolicy(ActorCritic):
         return Categorical(logits=out), value
 
 
-def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84)) -> nn.Module:
+def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84), init: str = "normc") -> nn.Module:
     """The policy of `--model_type` for an action space (or a number of discrete actions) and observations."""
     if model_type == "mlp":
         if len(obs_shape) != 1:
@@ -177,4 +191,4 @@ def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84
         raise PPO1Error(f"--model_type={model_type} needs Atari frames, not observations of shape {obs_shape}; "
                         "use --model_type mlp")
     num_actions = action_space if isinstance(action_space, int) else int(action_space.n)
-    return CnnPolicy(num_actions, model_type)
+    return CnnPolicy(num_actions, model_type, init=init)

@@ -66,11 +66,14 @@ STAT_KEYS = ("pol_loss", "vf_loss", "entropy", "approx_kl", "clipfrac")
 def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm, rng: np.random.Generator,
            obs: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor,
            returns: torch.Tensor, *, clip: float, lr: float, epochs: int, minibatch: int,
-           vf_coef: float, ent_coef: float) -> dict[str, float]:
+           vf_coef: float, ent_coef: float, adv_norm: str = "batch",
+           max_grad_norm: float = 0.0) -> dict[str, float]:
     """`epochs` passes over the rank's batch in shuffled minibatches of `minibatch` samples.
 
-    Each minibatch: loss -> backward -> gradients averaged over ranks -> Adam step with step size
-    `lr`. All tensors have the batch first: obs (N, 4, 84, 84) uint8, the rest (N,).
+    Each minibatch: loss -> backward -> gradients averaged over ranks -> (global norm clipped to
+    `max_grad_norm` if > 0) -> Adam step with step size `lr`. Advantages are standardised over the
+    rank's batch (`adv_norm="batch"`, baselines ppo1) or over each minibatch ("minibatch", ppo2).
+    All tensors have the batch first: obs (N, 4, 84, 84) uint8, the rest (N,).
     Returns the mean of each statistic over all minibatches of this rank.
     """
     for group in optimizer.param_groups:
@@ -83,12 +86,17 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
         perm = torch.from_numpy(rng.permutation(n))
         for start in range(0, n, minibatch):
             idx = perm[start:start + minibatch]
+            a = adv[idx]
+            if adv_norm == "minibatch":
+                a = (a - a.mean()) / (a.std() + 1e-8)
             dist, values = policy.dist(obs[idx])
-            loss, stats = ppo_loss(dist, values, actions[idx], old_logp[idx], adv[idx], returns[idx],
+            loss, stats = ppo_loss(dist, values, actions[idx], old_logp[idx], a, returns[idx],
                                    clip, vf_coef, ent_coef)
             optimizer.zero_grad(set_to_none=False)
             loss.backward()
             comm.average_gradients(params)
+            if max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
             optimizer.step()
             totals += torch.stack([stats[k] for k in STAT_KEYS])
             count += 1

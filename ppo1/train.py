@@ -86,7 +86,7 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
         if fresh and comm.is_root and (moved := _move_aside(config.run_dir)):
             log(f"ppo1: --fresh: moved the previous run to {moved}")
         venv = make_vec_env(config.env_name, config.envs_per_rank, config.seed, comm.rank)
-        policy = build(config.model_type, venv.action_space, venv.obs.shape[1:])
+        policy = build(config.model_type, venv.action_space, venv.obs.shape[1:], init=config.init)
         optimizer = torch.optim.Adam(policy.parameters(), lr=config.optim_stepsize, eps=config.adam_epsilon)
         if comm.is_root:
             state, path, problems = checkpoint.load_newest(config.run_dir)
@@ -169,10 +169,11 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
                 obs=torch.from_numpy(seg.obs.reshape(N, *seg.obs.shape[2:])),
                 actions=torch.from_numpy(seg.actions.reshape(N, *seg.actions.shape[2:])),
                 old_logp=torch.from_numpy(seg.logp.reshape(N)),
-                adv=torch.from_numpy(standardize(adv.reshape(N))),
+                adv=torch.from_numpy(standardize(adv.reshape(N)) if config.adv_norm == "batch" else adv.reshape(N)),
                 returns=torch.from_numpy(ret.reshape(N)),
-                clip=config.epsilon * alpha, lr=config.optim_stepsize * alpha, epochs=config.optim_epochs,
-                minibatch=config.optim_batchsize * k, vf_coef=config.vf_coef, ent_coef=config.ent_coef)
+                clip=config.clip_param(alpha), lr=config.optim_stepsize * alpha, epochs=config.optim_epochs,
+                minibatch=config.optim_batchsize * k, vf_coef=config.vf_coef, ent_coef=config.ent_coef,
+                adv_norm=config.adv_norm, max_grad_norm=config.max_grad_norm)
             update_seconds += time.perf_counter() - t0
             iteration += 1
             timesteps += steps_per_iter
@@ -193,7 +194,7 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
                     iteration=iteration, timesteps=timesteps, episodes=episodes_total,
                     ep_return_mean=float(np.mean([r for r, _ in recent])) if recent else float("nan"),
                     ep_length_mean=float(np.mean([n for _, n in recent])) if recent else float("nan"),
-                    explained_variance=means[-2], clip_param=config.epsilon * alpha,
+                    explained_variance=means[-2], clip_param=config.clip_param(alpha),
                     stepsize=config.optim_stepsize * alpha, sps=(timesteps - start_steps) / max(elapsed, 1e-9),
                     time_elapsed=elapsed, time_env=collector.env_seconds,
                     time_inference=collector.inference_seconds, time_update=update_seconds,

@@ -117,3 +117,14 @@ def test_help_explains_every_flag():
                  "--model_type", "--model_name", "--checkpoint_dir", "--asset_dir", "--envs_per_rank",
                  "--save_interval"):
         assert flag in r.stdout
+
+
+def test_preset_fills_the_flags_not_given_is_recorded_and_cannot_change_on_resume(tmp_path):
+    r = run_cli([*SHORT, "--env_steps", "256", "--preset", "baselines", "--optim_epochs", "1",
+                 "--checkpoint_dir", str(tmp_path), "--model_name", "pre"])
+    assert r.returncode == 0, r.stderr
+    saved = checkpoint.load_config(str(tmp_path / "pre"))
+    assert (saved.preset, saved.model_type, saved.optim_stepsize, saved.epsilon) == ("baselines", "large", 1e-3, 0.2)
+    assert saved.optim_epochs == 1 and saved.timesteps_per_actorbatch == 128  # flags given win over the preset
+    r = run_cli(["--preset", "fast", "--checkpoint_dir", str(tmp_path), "--model_name", "pre"], timeout=60)
+    assert r.returncode == 2 and "--preset=fast differs from the run's preset 'baselines'" in r.stderr

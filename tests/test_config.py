@@ -41,3 +41,25 @@ def test_iterations_are_whole_and_never_overrun_env_steps():
     assert c.num_iterations(2) == 9 and 9 * 1024 <= 10_000
     with pytest.raises(PPO1Error, match="env_steps=10000"):
         c.check_fits(32)
+
+
+def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
+    from ppo1.cli import preset_values
+    paper = dataclasses.replace(Config(), **preset_values({"preset": "paper"}))
+    assert paper == dataclasses.replace(Config(), preset="paper")
+    base = dataclasses.replace(Config(), **preset_values({"preset": "baselines"}))
+    assert (base.model_type, base.timesteps_per_actorbatch, base.optim_epochs, base.optim_stepsize,
+            base.epsilon, base.optim_batchsize) == ("large", 256, 4, 1e-3, 0.2, 64)
+    assert base.gamma == 0.99 and base.vf_coef == 1.0
+
+
+def test_clip_is_annealed_unless_anneal_clip_is_off():
+    assert Config(epsilon=0.2).clip_param(0.25) == pytest.approx(0.05)
+    assert Config(epsilon=0.2, anneal_clip=False).clip_param(0.25) == 0.2
+
+
+@pytest.mark.parametrize("field,value", [("init", "xavier"), ("adv_norm", "global"), ("max_grad_norm", -1.0),
+                                         ("preset", "turbo")])
+def test_new_knobs_refuse_bad_values(field, value):
+    with pytest.raises(PPO1Error, match=field):
+        dataclasses.replace(Config(), **{field: value}).validate()

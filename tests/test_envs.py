@@ -120,3 +120,18 @@ def test_v5_ids_are_accepted_with_sticky_actions():
 def test_bad_env_id_is_a_clear_error(env_id, match):
     with pytest.raises(PPO1Error, match=match):
         make_ale_env(env_id)
+
+
+def test_first_observation_after_a_fire_reset_is_the_max_of_the_last_two_screens():
+    """baselines' FireReset returns the obs of MaxAndSkip's step: the max of its last two screens."""
+    import cv2
+    env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0))
+    obs = env.reset()
+    assert env.has_fire
+    last = np.zeros_like(env._raw[0])
+    env.ale.getScreenGrayscale(last)
+    np.testing.assert_array_equal(env._raw[1], last)
+    assert (env._raw[0] != last).sum() > 0, "the two screens differ here (the ball moved)"
+    expected = cv2.resize(np.maximum(env._raw[0], last), (84, 84), interpolation=cv2.INTER_AREA)
+    np.testing.assert_array_equal(obs[-1], expected)
+    assert not np.array_equal(obs[-1], cv2.resize(last, (84, 84), interpolation=cv2.INTER_AREA))

@@ -45,3 +45,16 @@ def test_act_samples_valid_actions_and_greedy_takes_argmax():
 def test_unknown_model_type_is_refused():
     with pytest.raises(PPO1Error, match="model_type='huge'"):
         build("huge", 4)
+
+
+def test_orthogonal_init_gives_orthogonal_rows_and_larger_features_than_normc():
+    torch.manual_seed(0)
+    orth, normc = build("small", 6, init="orthogonal"), build("small", 6, init="normc")
+    w = orth.pi.weight  # (6, 256): orthogonal rows of norm 0.01
+    torch.testing.assert_close(w @ w.T, torch.eye(6) * 1e-4, atol=1e-7, rtol=0)
+    assert torch.all(orth.torso[0].bias == 0)
+    frames = torch.randint(0, 256, (16, 4, 84, 84), dtype=torch.uint8)
+    with torch.no_grad():
+        f_orth = orth.torso(frames.float() / 255).mean()
+        f_normc = normc.torso(frames.float() / 255).mean()
+    assert f_orth > 2 * f_normc  # the lead of issue 9: normc + Glorot give ~5x smaller torso features

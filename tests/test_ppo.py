@@ -72,3 +72,53 @@ def test_explained_variance():
     assert explained_variance(y, y) == 1.0
     assert explained_variance(np.full(3, 2.0), y) == pytest.approx(0.0)
     assert math.isnan(explained_variance(y, np.ones(3)))
+
+
+def _tiny_update(**kw):
+    import numpy as np
+    from ppo1.distributed import Comm
+    from ppo1.policies import build
+    from ppo1.ppo import update
+    torch.manual_seed(0)
+    policy = build("small", 3)
+    opt = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    n = 16
+    obs = torch.randint(0, 256, (n, 4, 84, 84), dtype=torch.uint8)
+    with torch.no_grad():
+        dist, _ = policy.dist(obs)
+    actions = torch.arange(n) % 3
+    old_logp = dist.log_prob(actions)
+    adv = torch.linspace(-3, 5, n)
+    stats = update(policy, opt, Comm(None), np.random.default_rng(0), obs, actions, old_logp, adv,
+                   torch.zeros(n), clip=0.1, lr=1e-3, epochs=1, minibatch=8, vf_coef=1.0, ent_coef=0.0, **kw)
+    return policy, stats
+
+
+def test_gradient_norm_is_clipped_before_the_step(monkeypatch):
+    seen = []
+    real = torch.optim.Adam.step
+
+    def step(self, *a, **k):
+        seen.append(torch.sqrt(sum(p.grad.pow(2).sum() for g in self.param_groups for p in g["params"])).item())
+        return real(self, *a, **k)
+    monkeypatch.setattr(torch.optim.Adam, "step", step)
+    _tiny_update(max_grad_norm=0.01)
+    assert seen and max(seen) <= 0.01 + 1e-6
+    seen.clear()
+    _tiny_update()
+    assert max(seen) > 0.01  # unclipped gradients are larger: the clip above did something
+
+
+def test_minibatch_standardisation_makes_each_minibatch_zero_mean(monkeypatch):
+    import ppo1.ppo as ppo
+    seen = []
+    real = ppo.ppo_loss
+
+    def spy(dist, values, actions, old_logp, adv, *a, **k):
+        seen.append(adv.clone())
+        return real(dist, values, actions, old_logp, adv, *a, **k)
+    monkeypatch.setattr(ppo, "ppo_loss", spy)
+    _tiny_update(adv_norm="minibatch")
+    assert len(seen) == 2
+    for a in seen:
+        assert abs(a.mean().item()) < 1e-5 and a.std().item() == pytest.approx(1.0, abs=1e-4)

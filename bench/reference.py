@@ -1,0 +1,268 @@
+"""ppo1 beside a reference PPO (Stable-Baselines3) at the same hyperparameters, on the same game.
+
+    python -m bench.reference --preset paper --steps 1e6                # both, one after the other
+    python -m bench.reference --preset paper --steps 1e6 --only ppo1    # one side (reuse the other's CSV)
+    python -m bench.reference --preset paper --set init=orthogonal --tag orth   # an A/B variant
+
+ppo1 runs as a user runs it (`mpirun -np 2 python -m run_atari --preset P --envs_per_rank 4`, 8 actors);
+SB3 runs PPO with 8 envs (DummyVecEnv, its DeepMind `AtariWrapper`) and the same settings read from the
+same resolved Config: ppo1's own CNN torso as the features extractor (pi and V heads on it, shared),
+T, epochs, global minibatch, lr and clip schedules annealed over the preset's env_steps (so a 1M-step
+run follows the first tenth of a 10M schedule, as the published curves do), c1, c2, Adam epsilon,
+the same initialisation, gradient clipping only when the preset has it. SB3 standardises advantages
+per minibatch only; value clipping stays off on both sides.
+
+Writes under --out (default assets/reference/<preset>[-tag]/): ppo1.csv and sb3.csv (agent steps,
+mean return of the last 100 real games), curves.png with both curves and the published reference
+points (shared/REFERENCE.md) as markers, and summary.txt (a line per side: steps, minutes, return).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import deque
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ACTORS = 8
+
+# Published Pong curves (agent steps -> mean return of the last 100 games), all annealed over 10M:
+# PPO paper (3 seeds: min, max), baselines ppo2 (mean of 6), CleanRL ppo_atari (3 seeds).
+PUBLISHED = {
+    "PongNoFrameskip-v4": {
+        "PPO paper (range of 3 seeds)": {5e5: (-20, -10), 1e6: (-16, -2), 2e6: (7, 17), 3e6: (18, 20)},
+        "baselines ppo2": {5e5: -17, 1e6: -2, 2e6: 14, 3e6: 17.7},
+        "CleanRL ppo_atari": {5e5: -19.4, 1e6: -8.8, 2e6: 12.7, 3e6: 17.0},
+    },
+    "BreakoutNoFrameskip-v4": {
+        "PPO paper (range of 3 seeds)": {1e6: (23, 28), 2e6: (33, 47), 3e6: (60, 84)},
+        "baselines ppo2": {1e6: 22, 2e6: 48, 3e6: 99},
+        "CleanRL ppo_atari": {1e6: 20, 2e6: 49, 3e6: 102},
+    },
+}
+
+
+def resolve_config(preset: str, env_name: str, overrides: dict):
+    """The Config ppo1 builds for `--preset preset` plus the given overrides."""
+    from ppo1.cli import preset_values
+    from ppo1.config import Config
+
+    given = {"preset": preset, "env_name": env_name, **overrides}
+    return dataclasses.replace(Config(), **{**preset_values(given), **given}).validate()
+
+
+def _parse_set(items: list[str]) -> dict:
+    """--set name=value pairs (JSON values, else strings) -> dict."""
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        try:
+            out[name] = json.loads(value)
+        except json.JSONDecodeError:
+            out[name] = value
+    return out
+
+
+def _mpirun(np_: int) -> list[str]:
+    from bench.learning import _mpirun as find
+    return find(np_)
+
+
+def run_ppo1(config, steps: int, seed: int, out: str, ranks: int = 2) -> dict:
+    """Train ppo1 under mpirun for `steps` agent steps (the schedule still runs over config.env_steps)."""
+    run_dir = os.path.join(out, "ppo1-run")
+    iterations = steps // (config.timesteps_per_actorbatch * ACTORS)
+    flags = []
+    for f in dataclasses.fields(config):
+        if f.name in ("checkpoint_dir", "model_name", "envs_per_rank", "seed", "asset_dir"):
+            continue
+        value = getattr(config, f.name)
+        if isinstance(value, bool):
+            flags.append(f"--{f.name}" if value else f"--no-{f.name}")
+        else:
+            flags += [f"--{f.name}", str(value)]
+    cmd = [*_mpirun(ranks), sys.executable, "-m", "run_atari", *flags, "--envs_per_rank", str(ACTORS // ranks),
+           "--seed", str(seed), "--checkpoint_dir", out, "--model_name", "ppo1-run", "--fresh",
+           "--stop_after_iterations", str(iterations), "--save_interval", "1000000"]
+    print("bench.reference:", " ".join(cmd), flush=True)
+    start = time.time()
+    code = subprocess.call(cmd, cwd=REPO)
+    minutes = (time.time() - start) / 60
+    if code != 0:
+        raise SystemExit(f"bench.reference: ppo1 exited with status {code}")
+    rows = []
+    with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            if r["ep_return_mean"] not in ("", "nan"):
+                rows.append((int(r["timesteps"]), float(r["ep_return_mean"])))
+    _write_curve(os.path.join(out, "ppo1.csv"), rows)
+    return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan")}
+
+
+def run_sb3(config, steps: int, seed: int, out: str) -> dict:
+    """Train Stable-Baselines3 PPO with the same settings; log the last-100 mean of real games."""
+    import ale_py
+    import gymnasium
+    import numpy as np
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    from ppo1.policies import CnnPolicy, normc_
+
+    gymnasium.register_envs(ale_py)
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    torch.set_num_threads(os.cpu_count() or 1)
+
+    class Torso(BaseFeaturesExtractor):
+        """ppo1's CNN torso (small or large), initialised as ppo1 initialises it."""
+
+        def __init__(self, observation_space, model_type: str, init: str):
+            net = CnnPolicy(6, model_type, init=init)
+            super().__init__(observation_space, features_dim=256 if model_type == "small" else 512)
+            self.torso = net.torso
+
+        def forward(self, obs):
+            return self.torso(obs)
+
+    def schedule(start: float, anneal: bool = True):
+        frac = steps / config.env_steps  # the part of the schedule this run covers
+
+        def f(progress_remaining: float) -> float:
+            return start * max(1.0 - (1.0 - progress_remaining) * frac, 0.0) if anneal else start
+        return f
+
+    env = VecFrameStack(make_atari_env(config.env_name, n_envs=ACTORS, seed=seed), n_stack=4)
+    orth = config.init == "orthogonal"
+    model = PPO("CnnPolicy", env, n_steps=config.timesteps_per_actorbatch, n_epochs=config.optim_epochs,
+                batch_size=config.optim_batchsize * ACTORS, learning_rate=schedule(config.optim_stepsize),
+                clip_range=schedule(config.epsilon, config.anneal_clip), gamma=config.gamma,
+                gae_lambda=config.lam, ent_coef=config.ent_coef, vf_coef=config.vf_coef,
+                max_grad_norm=config.max_grad_norm or 1e10, normalize_advantage=True, seed=seed,
+                device="cpu", verbose=0,
+                policy_kwargs={"features_extractor_class": Torso, "net_arch": [], "ortho_init": orth,
+                               "share_features_extractor": True,
+                               "features_extractor_kwargs": {"model_type": config.model_type, "init": config.init},
+                               "optimizer_kwargs": {"eps": config.adam_epsilon}})
+    if not orth:  # ppo1's normc heads (SB3 would keep torch's default Linear init)
+        normc_(model.policy.action_net.weight, 0.01)
+        normc_(model.policy.value_net.weight, 1.0)
+        torch.nn.init.zeros_(model.policy.action_net.bias)
+        torch.nn.init.zeros_(model.policy.value_net.bias)
+
+    recent: deque = deque(maxlen=100)
+    rows: list = []
+
+    class Games(BaseCallback):
+        def _on_step(self) -> bool:
+            for info in self.locals["infos"]:
+                if "episode" in info:  # Monitor: the real game (all lives, raw score)
+                    recent.append(info["episode"]["r"])
+            return True
+
+        def _on_rollout_end(self) -> None:
+            if recent:
+                rows.append((self.num_timesteps, float(np.mean(recent))))
+
+    start = time.time()
+    model.learn(total_timesteps=steps, callback=Games())
+    minutes = (time.time() - start) / 60
+    env.close()
+    _write_curve(os.path.join(out, "sb3.csv"), rows)
+    return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan")}
+
+
+def _write_curve(path: str, rows: list) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["timesteps", "ep_return_mean"])
+        w.writerows(rows)
+
+
+def _read_curve(path: str) -> list:
+    with open(path, newline="") as f:
+        return [(int(r["timesteps"]), float(r["ep_return_mean"])) for r in csv.DictReader(f)]
+
+
+def plot_curves(out: str, env_name: str, title: str) -> str:
+    """curves.png: ppo1 and SB3 (whichever CSVs exist) and the published points of env_name."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for name, color in (("ppo1", "tab:blue"), ("sb3", "tab:orange")):
+        path = os.path.join(out, f"{name}.csv")
+        if os.path.exists(path) and (rows := _read_curve(path)):
+            ax.plot([r[0] for r in rows], [r[1] for r in rows], color=color,
+                    label="ppo1" if name == "ppo1" else "Stable-Baselines3 (same settings)")
+    markers = {"PPO paper (range of 3 seeds)": ("k", "s"), "baselines ppo2": ("tab:green", "^"),
+               "CleanRL ppo_atari": ("tab:red", "o")}
+    for label, points in PUBLISHED.get(env_name, {}).items():
+        color, marker = markers[label]
+        xs = sorted(points)
+        ys = [points[x] for x in xs]
+        if isinstance(ys[0], tuple):
+            mid = [(a + b) / 2 for a, b in ys]
+            err = [[m - a for (a, _b), m in zip(ys, mid)], [b - m for (_a, b), m in zip(ys, mid)]]
+            ax.errorbar(xs, mid, yerr=err, fmt=marker, color=color, capsize=4, label=label)
+        else:
+            ax.plot(xs, ys, marker, color=color, label=label)
+    ax.set_xlabel("agent steps (all actors)")
+    ax.set_ylabel("mean return of the last 100 real games")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    path = os.path.join(out, "curves.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.reference", description=__doc__.splitlines()[0])
+    p.add_argument("--preset", default="paper")
+    p.add_argument("--env_name", default="PongNoFrameskip-v4")
+    p.add_argument("--steps", type=lambda s: int(float(s)), default=1_000_000, help="agent steps per side")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a Config field on both sides (an A/B variant)")
+    p.add_argument("--tag", default="", help="suffix of the output directory for a variant")
+    p.add_argument("--only", choices=("ppo1", "sb3", "plot"), help="run one side only, or only plot")
+    p.add_argument("--out", help="output directory (default: assets/reference/<preset>[-<tag>])")
+    args = p.parse_args(argv)
+
+    config = resolve_config(args.preset, args.env_name, _parse_set(args.set))
+    name = args.preset + (f"-{args.tag}" if args.tag else "")
+    out = os.path.abspath(args.out or os.path.join(REPO, "assets", "reference", name))
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        f.write(config.to_json())
+    lines = []
+    if args.only in (None, "ppo1"):
+        s = run_ppo1(config, args.steps, args.seed, out)
+        lines.append(f"ppo1: {s['steps']} steps, {s['minutes']:.1f} min, mean of the last 100 games {s['ret100']:.2f}")
+    if args.only in (None, "sb3"):
+        s = run_sb3(config, args.steps, args.seed, out)
+        lines.append(f"sb3:  {s['steps']} steps, {s['minutes']:.1f} min, mean of the last 100 games {s['ret100']:.2f}")
+    png = plot_curves(out, config.env_name, f"{config.env_name}, preset {name}, seed {args.seed}")
+    if lines:
+        with open(os.path.join(out, "summary.txt"), "a") as f:
+            f.write("".join(f"{line}\n" for line in lines))
+    for line in lines:
+        print(line)
+    print(f"bench.reference: {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
