@@ -29,9 +29,10 @@ PRESETS: dict[str, dict] = {
     # baselines ppo1's own run_atari.py (lucaslingle/ppo1 "model-ppo1-defaults").
     "baselines": {"model_type": "large", "timesteps_per_actorbatch": 256, "optim_epochs": 4,
                   "optim_stepsize": 1e-3, "epsilon": 0.2, "optim_batchsize": 64},
-    # CleanRL ppo_atari.py / baselines ppo2 Atari: Nature CNN, 4 epochs, orthogonal init, c1 0.5,
+    # CleanRL ppo_atari.py / baselines ppo2 Atari: Nature CNN, 4 epochs, orthogonal init, c1 0.25
+    # (their vf_coef 0.5 times their 0.5 * squared error),
     # gradient-norm clipping 0.5, per-minibatch standardisation, clip constant 0.1.
-    "cleanrl": {"model_type": "large", "optim_epochs": 4, "init": "orthogonal", "vf_coef": 0.5,
+    "cleanrl": {"model_type": "large", "optim_epochs": 4, "init": "orthogonal", "vf_coef": 0.25,
                 "max_grad_norm": 0.5, "adv_norm": "minibatch", "anneal_clip": False},
     # Fewest wall-clock minutes to win Pong with 8 actors on 2 CPU cores (README: how it was chosen).
     "fast": {"model_type": "small", "init": "orthogonal", "optim_epochs": 4, "optim_stepsize": 5e-4,
