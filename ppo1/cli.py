@@ -42,6 +42,9 @@ _HELP = {
     "num_threads": "torch threads per rank; 0 = cores available divided by the ranks on the node",
     "keep_checkpoints": "numbered checkpoints to keep (latest.pt always points at the newest)",
     "deterministic": "1 torch thread per rank and deterministic kernels, so a resumed run is bit-identical",
+    "watchdog_timeout": "train: seconds without a finished iteration (a lost host, a rank stuck in a collective) "
+                        "after which every rank prints where it waited and ends the job (exit status 3); "
+                        "-1 = max(10 x median iteration time, 300 s), 0 = off",
 }
 
 
