@@ -47,7 +47,12 @@ def unavailable() -> str | None:
     r = _ip("netns", "add", name, check=False)
     if r.returncode != 0:
         return f"cannot create a network namespace: {r.stderr.strip()}"
-    _ip("netns", "del", name, check=False)
+    try:
+        r = _ip("netns", "exec", name, "unshare", "--uts", "--mount", "true", check=False)
+    finally:
+        _ip("netns", "del", name, check=False)
+    if r.returncode != 0:
+        return f"cannot make a host with its own hostname and mounts: {r.stderr.strip()}"
     return None
 
 
@@ -162,8 +167,9 @@ def main(argv: list[str]) -> int:
         return 2
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     with Hosts() as h:
-        args = [sys.executable, "-m", "run_atari", "--env_steps", "1024", "--envs_per_rank", "2",
-                "--timesteps_per_actorbatch", "128", "--optim_batchsize", "32", "--save_interval", "1",
+        args = [sys.executable, "-m", "run_atari", "--env_steps", "512", "--envs_per_rank", "2",
+                "--timesteps_per_actorbatch", "64", "--optim_batchsize", "32", "--save_interval", "1",
+                "--num_threads", "1",  # the simulated hosts share this machine's cores
                 "--checkpoint_dir", h.disk, "--model_name", "mh", *extra]
         print("multihost:", " ".join(h.command(args)), flush=True)
         p = h.popen(args, "run")
