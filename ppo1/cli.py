@@ -49,6 +49,9 @@ _HELP = {
     "adv_norm": "standardise advantages over the rank's batch (baselines ppo1) or each minibatch (ppo2)",
     "max_grad_norm": "clip the global gradient norm to this after averaging over ranks; 0 = off",
     "anneal_clip": "anneal the clip parameter linearly with alpha (the paper) or keep it constant",
+    "watchdog_timeout": "train: seconds without a finished iteration (a lost host, a rank stuck in a collective) "
+                        "after which every rank prints where it waited and ends the job (exit status 3); "
+                        "-1 = max(10 x median iteration time, 300 s), 0 = off",
 }
 
 

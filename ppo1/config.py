@@ -80,6 +80,7 @@ class Config:
     adv_norm: str = "batch"              # standardise advantages per rank batch or per minibatch
     max_grad_norm: float = 0.0           # clip the global gradient norm (after averaging); 0 = off
     anneal_clip: bool = True             # anneal the clip parameter with alpha (the paper) or keep it
+    watchdog_timeout: float = -1.0       # s without a finished iteration before a rank ends the job; -1 = auto, 0 = off
     extra: dict = field(default_factory=dict)  # room for later settings without breaking old JSON
 
     # ------------------------------------------------------------------ derived
@@ -157,6 +158,8 @@ class Config:
             bad("video_interval", "a whole number >= 0 (0 = no videos)")
         if not isinstance(self.video_max_frames, int) or self.video_max_frames < 1:
             bad("video_max_frames", "a whole number >= 1")
+        if finite("watchdog_timeout") < 0 and self.watchdog_timeout != -1:
+            bad("watchdog_timeout", "seconds > 0, 0 (off) or -1 (automatic: max(10 x median iteration time, 300 s))")
         if not self.model_name or os.sep in self.model_name or self.model_name in (".", ".."):
             bad("model_name", "a plain directory name")
         return self

@@ -21,6 +21,7 @@ from ppo1.movie import TrainingVideo
 from ppo1.policies import build
 from ppo1.ppo import explained_variance, linear_alpha, standardize, update
 from ppo1.rollout import Collector
+from ppo1.watchdog import Watchdog
 
 
 def configure_threads(config: Config, comm: Comm) -> int:
@@ -139,6 +140,7 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
 
     def save() -> str | None:
         """Collective: rank 0 writes a checkpoint of every rank's state. Returns the error, if any."""
+        wd.phase = "checkpoint gather"
         ranks = comm.gather({"torch_rng": torch.get_rng_state(), "np_rng": rng.bit_generator.state,
                              "py_rng": random.getstate(), "envs": venv.get_state()})
         problem = None
@@ -155,15 +157,18 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
         return comm.bcast(problem)
 
     exit_code, reason = 0, "done"
-    with StopRequest() as stop:
+    with StopRequest() as stop, Watchdog(config.watchdog_timeout, comm.rank, comm.abort) as wd:
         while iteration < n_iters:
+            wd.phase = "rollout"
             alpha = linear_alpha(timesteps, config.env_steps)
             seg = collector.collect()
             adv, ret = gae(seg.rewards, seg.values, seg.dones, seg.last_value, config.gamma, config.lam)
+            wd.phase = "observation statistics allreduce"
             if hasattr(policy, "ob_rms"):  # baselines: observation statistics update before the epochs
                 policy.ob_rms.update(seg.obs, comm.sum)
             N = T * k  # samples on this rank
             t0 = time.perf_counter()
+            wd.phase = "gradient allreduce"
             stats = update(
                 policy, optimizer, comm, rng,
                 obs=torch.from_numpy(seg.obs.reshape(N, *seg.obs.shape[2:])),
@@ -179,15 +184,19 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
             timesteps += steps_per_iter
 
             episode_log.write(seg.episodes, timesteps)
+            wd.phase = "episode statistics allgather"
             finished = [g for games in comm.allgather([(e.ret, e.length) for e in seg.episodes]) for g in games]
             episodes_total += len(finished)
             recent.extend(finished)
             values = np.array([stats[key] for key in sorted(stats)] +
                               [explained_variance(seg.values.reshape(-1), ret.reshape(-1)), stop.signum])
+            wd.phase = "statistics allreduce"
             means = comm.mean(values)  # also tells every rank whether any rank was signalled
             if iteration % config.sync_check_interval == 0 or iteration == n_iters:
+                wd.phase = "parameter sync check"
                 comm.check_synced(policy)
             if comm.is_root:
+                wd.phase = "progress log and video (rank 0)"
                 elapsed = time.time() - start
                 row = dict(zip(sorted(stats), means[:-2]))
                 row.update(
@@ -216,6 +225,7 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
                     raise err
                 if problem and comm.is_root:
                     log(f"ppo1: warning: {problem}; training continues")
+            wd.beat()
             if final:
                 break
 
