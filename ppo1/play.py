@@ -18,7 +18,7 @@ import torch
 from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import Episode, make_eval_env
+from ppo1.envs import Episode, cpu_count, make_eval_env
 from ppo1.policies import ActorCritic, build
 
 # Flags that play and movie take from the command line; every other setting is the checkpoint's.
@@ -87,7 +87,13 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
         policy = build(saved.model_type, loaded["num_actions"])
     policy.load_state_dict(loaded["model"])
     policy.eval()
-    torch.set_num_threads(given.get("num_threads") or 1)  # batch-1 forward passes: 1 thread is fastest
+    threads = given.get("num_threads") or 1  # batch-1 forward passes: 1 thread is fastest
+    if threads > cpu_count():
+        if comm.is_root:
+            print(f"ppo1: note: --num_threads={threads} is more than the {cpu_count()} cores this process may "
+                  f"use; using {cpu_count()}", flush=True)
+        threads = cpu_count()
+    torch.set_num_threads(threads)
     return Trained(policy, saved, loaded["path"], loaded["iteration"], loaded["timesteps"])
 
 
