@@ -68,6 +68,14 @@ def atomic_write(path: str, write: Callable[[Any], None]) -> None:
     _fsync_dir(directory)
 
 
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read(1_000_000)
+    except OSError:
+        return None
+
+
 def checkpoint_path(run_dir: str, iteration: int) -> str:
     return os.path.join(run_dir, f"ckpt-{iteration:08d}.pt")
 
@@ -93,7 +101,9 @@ def save(run_dir: str, state: dict, config: Config, keep: int = 3) -> str:
     target = os.path.join(run_dir, CONFIG)
     try:
         os.makedirs(run_dir, exist_ok=True)
-        atomic_write(target, lambda f: f.write(config.to_json().encode() + b"\n"))
+        text = config.to_json().encode() + b"\n"
+        if _read_bytes(target) != text:  # unchanged (the usual case): nothing to write
+            atomic_write(target, lambda f: f.write(text))
         buffer = io.BytesIO()
         torch.save(state, buffer)  # in memory first: a failed write then raises OSError with its errno
         data = buffer.getbuffer()
@@ -151,8 +161,8 @@ def _check_keys(state: dict, path: str, keys: dict) -> None:
             raise PPO1Error(f"checkpoint {path} is incomplete: it has no {key!r}")
         value = state[key]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise PPO1Error(f"checkpoint {path} is corrupt: {key!r} is a {type(value).__name__}, "
-                            f"not a {kind.__name__}")
+            raise PPO1Error(f"checkpoint {path} is corrupt: {key!r} is of type {type(value).__name__}, "
+                            f"not {kind.__name__}")
         if kind is int and key != "format" and value < 0:
             raise PPO1Error(f"checkpoint {path} is corrupt: {key!r} is {value}, must be >= 0")
 
@@ -186,20 +196,24 @@ def check_resumable(state: dict, path: str) -> None:
         raise PPO1Error(f"checkpoint {path} is corrupt: 'recent_returns' and 'recent_lengths' differ in length")
 
 
-def load_newest(run_dir: str) -> tuple[dict | None, str | None, list[str]]:
+def load_newest(run_dir: str, resume: bool = False) -> tuple[dict | None, str | None, list[str]]:
     """The newest loadable checkpoint of a run directory.
 
     Tries latest.pt, then the numbered checkpoints newest first. Returns (state, path, problems):
     state and path are None when the directory holds no checkpoint at all; `problems` lists the
     files that could not be loaded. Raises PPO1Error when checkpoints exist but none loads (a
-    dangling latest.pt counts as a checkpoint that does not load).
+    dangling latest.pt counts as a checkpoint that does not load). With `resume`, a checkpoint that
+    lacks what a training resumes from (check_resumable) does not load either.
     """
     candidates = [os.path.join(run_dir, LATEST)] + list_checkpoints(run_dir)
     candidates = [p for p in candidates if os.path.lexists(p)]
     problems = []
     for path in candidates:
         try:
-            return load(path), path, problems
+            state = load(path)
+            if resume:
+                check_resumable(state, path)
+            return state, path, problems
         except PPO1Error as e:
             problems.append(str(e))
     if problems:
@@ -223,7 +237,7 @@ def config_from_data(data: object, where: str) -> Config:
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             ok, value = True, float(value)
         if not ok:
-            raise PPO1Error(f"{where}: setting {name!r} is {value!r}, must be a {kind.__name__}")
+            raise PPO1Error(f"{where}: setting {name!r} is {value!r}, must be of type {kind.__name__}")
         values[name] = value
     try:
         return Config(**values).validate()

@@ -88,11 +88,10 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
         policy = build(config.model_type, venv.action_space, venv.obs.shape[1:])
         optimizer = torch.optim.Adam(policy.parameters(), lr=config.optim_stepsize, eps=config.adam_epsilon)
         if comm.is_root:
-            state, path, problems = checkpoint.load_newest(config.run_dir)
+            state, path, problems = checkpoint.load_newest(config.run_dir, resume=True)
             for p in problems:
                 log(f"ppo1: warning: {p}; using an older checkpoint")
             if state is not None:
-                checkpoint.check_resumable(state, path)
                 checkpoint.validate(state, config, venv.num_actions, n_actors)
                 log(f"ppo1: resuming from {path} (iteration {state['iteration']}, {state['timesteps']} steps)")
     except PPO1Error as e:
