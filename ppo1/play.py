@@ -133,10 +133,37 @@ def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.
 
 
 def display_available() -> bool:
-    """Whether a window can be opened: an X11 or Wayland display on Linux; assumed elsewhere."""
-    if sys.platform.startswith("linux"):
-        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    return True
+    """Whether a window can be opened: a Wayland display, or an X server that answers at $DISPLAY, on
+    Linux; assumed elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return True
+    if os.environ.get("WAYLAND_DISPLAY"):
+        return True
+    return x_server_answers(os.environ.get("DISPLAY", ""))
+
+
+def x_server_answers(display: str) -> bool:
+    """Whether an X server listens at `display` (':0', ':1.0', 'host:10.0', 'unix:0')."""
+    import re
+    import socket
+
+    m = re.fullmatch(r"(?P<host>[^:]*):(?P<number>\d+)(?:\.\d+)?", display.strip())
+    if not m:
+        return False
+    host, number = m.group("host"), int(m.group("number"))
+    try:
+        if host in ("", "unix"):
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(1.0)
+                try:
+                    s.connect(f"/tmp/.X11-unix/X{number}")
+                except OSError:
+                    s.connect(f"\0/tmp/.X11-unix/X{number}")  # the abstract socket
+            return True
+        with socket.create_connection((host, 6000 + number), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 def fmt_score(score: float) -> str:
@@ -175,6 +202,9 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
             f"checkpoint {trained.describe()}")
         if render and display_available():
             render_mode = "human"
+            os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # no sound: no audio errors without a sound card
+        elif render and os.environ.get("DISPLAY"):
+            out(f"ppo1: --render: no X server answers at DISPLAY={os.environ['DISPLAY']}; playing headless")
         elif render:
             out("ppo1: --render: no display (DISPLAY is not set); playing headless")
     mine = games_of_rank(episodes, comm.rank, comm.size)

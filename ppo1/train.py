@@ -41,8 +41,9 @@ def configure_threads(config: Config, comm: Comm, log=print) -> int:
 class StopRequest:
     """SIGINT/SIGTERM: finish the current iteration, checkpoint, exit. A second signal exits at once."""
 
-    def __init__(self):
+    def __init__(self, quiet: bool = False):
         self.signum = 0
+        self.quiet = quiet  # ranks other than 0 exit without a word
         self._previous: dict = {}
 
     def __enter__(self) -> "StopRequest":
@@ -55,8 +56,11 @@ class StopRequest:
             signal.signal(s, handler)
 
     def _handle(self, signum, frame) -> None:
-        if self.signum:
-            raise KeyboardInterrupt
+        if self.signum:  # the second: exit now, one line, no traceback (a save cut short leaves only a temp file)
+            if not self.quiet:
+                os.write(2, f"ppo1: second {signal.Signals(signum).name}: exiting now without a checkpoint; the "
+                            f"newest one on disk is intact\n".encode())
+            os._exit(128 + signum)
         self.signum = signum
 
 
@@ -159,7 +163,7 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
         return comm.bcast(problem)
 
     exit_code, reason = 0, "done"
-    with StopRequest() as stop:
+    with StopRequest(quiet=not comm.is_root) as stop:
         while iteration < n_iters:
             alpha = linear_alpha(timesteps, config.env_steps)
             seg = collector.collect()

@@ -397,3 +397,46 @@ def test_out_of_bounds_values_are_refused_in_one_line(tmp_path, case):
 def test_a_negative_count_is_refused_on_every_rank(tmp_path):
     r = run_cli(["--stop_after_iterations", "-1", "--checkpoint_dir", str(tmp_path)], np_=2)
     one_line_error(r, "must be a whole number >= 0")
+
+
+# ---------------------------------------------------------------------------------------------- minor
+def test_render_needs_an_x_server_that_answers_not_just_a_display_variable():
+    from ppo1.play import x_server_answers
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert port >= 6000
+        assert x_server_answers(f"127.0.0.1:{port - 6000}.0")
+    assert not x_server_answers(f"127.0.0.1:{port - 6000}")  # closed now
+    assert not x_server_answers(":987")
+    assert not x_server_answers("") and not x_server_answers("garbage")
+
+
+def test_a_second_sigterm_exits_at_once_with_one_line(tmp_path):
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "s"]
+    proc = start(args, np_=2)
+    try:
+        wait_for_rows(tmp_path / "s" / "progress.csv", 1, proc)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "ppo1: second SIGTERM: exiting now without a checkpoint; the newest one on disk is intact"]
+
+
+def test_ctrl_c_while_starting_is_one_line(tmp_path):
+    proc = start([*FAST, "--checkpoint_dir", str(tmp_path)], np_=2)
+    time.sleep(1.0)  # importing torch
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
