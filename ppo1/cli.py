@@ -112,10 +112,10 @@ def _apply_mode_flags(args: argparse.Namespace) -> None:
         if not hasattr(args, name):
             setattr(args, name, default)
     if not 1 <= args.episodes <= MAX_EPISODES:
-        raise PPO1Error(f"--episodes={args.episodes} is invalid: must be a whole number from 1 to {MAX_EPISODES}")
+        raise PPO1Error(f"--episodes={args.episodes} is invalid: must be a whole number >= 1 and <= {MAX_EPISODES}")
     if not 0 <= args.max_frames <= MAX_FRAMES:
-        raise PPO1Error(f"--max_frames={args.max_frames} is invalid: must be from 0 to {MAX_FRAMES} "
-                        f"(0 = one whole game)")
+        raise PPO1Error(f"--max_frames={args.max_frames} is invalid: must be >= 0 (0 = one whole game) "
+                        f"and <= {MAX_FRAMES} (30 minutes at 60 fps)")
 
 
 def _given_config_flags(args: argparse.Namespace) -> dict:

@@ -380,7 +380,7 @@ BOUNDS = {
     "envs_per_rank": (["--envs_per_rank", "100000"], "--envs_per_rank=100000 is invalid: must be at most 256"),
     "video_max_frames": (["--video_max_frames", "1e9"], "--video_max_frames=1000000000 is invalid"),
     "episodes": (["--mode", "play", "--episodes", "1e9"], "--episodes=1000000000 is invalid: must be a whole "
-                                                          "number from 1 to 10000"),
+                                                          "number >= 1 and <= 10000"),
     "max_frames": (["--mode", "movie", "--max_frames", "1e9"], "--max_frames=1000000000 is invalid"),
     "memory": (["--timesteps_per_actorbatch", "1e8", "--env_steps", "1e9", "--envs_per_rank", "1"],
                "one iteration's batch needs"),
