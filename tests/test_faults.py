@@ -160,6 +160,19 @@ def test_a_second_training_of_a_run_being_trained_is_refused_and_the_first_is_un
     assert again.returncode == 0 and "resuming from" in again.stdout, again.stderr
 
 
+def test_two_trainings_started_together_one_runs_one_is_refused(tmp_path):
+    args = [*FAST, "--env_steps", "512", "--checkpoint_dir", str(tmp_path), "--model_name", "T"]
+    procs = [start(args, np_=2), start(args, np_=1)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    results = [(p.returncode, out, err) for p, (out, err) in zip(procs, outputs)]
+    assert sorted(code for code, _, _ in results) == [0, 2], results
+    _code, out, err = next(r for r in results if r[0] == 2)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "is in use by another training (pid " in lines[0] and "Traceback" not in out + err
+    iterations = [int(r["iteration"]) for r in rows(tmp_path / "T" / "progress.csv")]
+    assert iterations == list(range(1, len(iterations) + 1))
+
+
 def test_a_killed_training_leaves_no_stale_lock(tmp_path):
     args = [*FAST, "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path), "--model_name", "k"]
     proc = start(args, np_=1)
