@@ -8,7 +8,12 @@ code from a checkpoint is ever run.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import errno
 import glob
+import io
+import json
 import os
 import re
 from typing import Any, Callable
@@ -17,6 +22,7 @@ import torch
 
 from ppo1 import PPO1Error
 from ppo1.config import Config
+from ppo1.safeio import cause
 
 LATEST = "latest.pt"
 CONFIG = "config.json"
@@ -62,6 +68,14 @@ def atomic_write(path: str, write: Callable[[Any], None]) -> None:
     _fsync_dir(directory)
 
 
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read(1_000_000)
+    except OSError:
+        return None
+
+
 def checkpoint_path(run_dir: str, iteration: int) -> str:
     return os.path.join(run_dir, f"ckpt-{iteration:08d}.pt")
 
@@ -77,27 +91,40 @@ def list_checkpoints(run_dir: str) -> list[str]:
 
 
 def save(run_dir: str, state: dict, config: Config, keep: int = 3) -> str:
-    """Write state as ckpt-<iteration>.pt, point latest.pt at it, write config.json, keep the newest `keep`.
+    """Write config.json, then state as ckpt-<iteration>.pt, point latest.pt at it, keep the newest `keep`.
 
-    Returns the checkpoint's path. Raises CheckpointWriteError if the file cannot be written; the
-    previous checkpoints are then untouched.
+    Returns the checkpoint's path. Raises CheckpointWriteError (naming the file and the cause in
+    plain words) if any of these files cannot be written; the previous checkpoint is then still
+    the newest, untouched.
     """
     path = checkpoint_path(run_dir, state["iteration"])
+    target = os.path.join(run_dir, CONFIG)
     try:
         os.makedirs(run_dir, exist_ok=True)
-        atomic_write(path, lambda f: torch.save(state, f))
-    except (OSError, RuntimeError) as e:  # torch.save reports a short write as RuntimeError
-        raise CheckpointWriteError(f"{type(e).__name__}: {e}".splitlines()[0]) from e
-    latest = os.path.join(run_dir, LATEST)
-    tmp = os.path.join(run_dir, f".{LATEST}.tmp{os.getpid()}")
-    try:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        os.link(path, tmp)
-        os.replace(tmp, latest)
-    except OSError:  # a file system without hard links: copy
-        atomic_write(latest, lambda f: torch.save(state, f))
-    atomic_write(os.path.join(run_dir, CONFIG), lambda f: f.write(config.to_json().encode() + b"\n"))
+        text = config.to_json().encode() + b"\n"
+        if _read_bytes(target) != text:  # unchanged (the usual case): nothing to write
+            atomic_write(target, lambda f: f.write(text))
+        buffer = io.BytesIO()
+        torch.save(state, buffer)  # in memory first: a failed write then raises OSError with its errno
+        data = buffer.getbuffer()
+        target = path
+        atomic_write(path, lambda f: f.write(data))
+        target = os.path.join(run_dir, LATEST)
+        tmp = os.path.join(run_dir, f".{LATEST}.tmp{os.getpid()}")
+        try:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            os.link(path, tmp)
+            os.replace(tmp, target)
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.EXDEV, errno.EOPNOTSUPP, errno.EMLINK):
+                raise
+            atomic_write(target, lambda f: f.write(data))  # a file system without hard links: copy
+    except OSError as e:
+        if target != path and target != os.path.join(run_dir, CONFIG):
+            with contextlib.suppress(OSError):  # latest.pt still names the previous one: so must the files
+                os.unlink(path)
+        raise CheckpointWriteError(f"{target}: {cause(e)}") from e
     _fsync_dir(run_dir)
     for old in list_checkpoints(run_dir)[max(keep, 1):]:
         try:
@@ -107,32 +134,86 @@ def save(run_dir: str, state: dict, config: Config, keep: int = 3) -> str:
     return path
 
 
+# Keys every checkpoint holds, with their types (play and movie need these) ...
+_REQUIRED = {"format": int, "model": dict, "iteration": int, "timesteps": int, "num_actions": int,
+             "n_actors": int, "config": dict}
+# ... and the ones a training resumes from as well.
+_RESUME = {"optimizer": dict, "episodes": int, "recent_returns": list, "recent_lengths": list, "n_ranks": int,
+           "ranks": list}
+
+
+def _torch_reason(e: Exception) -> str:
+    """Why torch.load failed, without torch's advice to load with weights_only=False (never right here)."""
+    text = str(e)
+    m = re.search(r"WeightsUnpickler error:\s*(.*?)\s*(?:Check the documentation|$)", text, re.S)
+    if m:
+        detail = " ".join(m.group(1).split())
+        return ("it holds objects other than tensors and plain data, which ppo1 never loads"
+                + (f" ({detail})" if detail else ""))
+    if isinstance(e, OSError):
+        return cause(e)
+    return f"{type(e).__name__}: {text}".splitlines()[0][:300]
+
+
+def _check_keys(state: dict, path: str, keys: dict) -> None:
+    for key, kind in keys.items():
+        if key not in state:
+            raise PPO1Error(f"checkpoint {path} is incomplete: it has no {key!r}")
+        value = state[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise PPO1Error(f"checkpoint {path} is corrupt: {key!r} is of type {type(value).__name__}, "
+                            f"not {kind.__name__}")
+        if kind is int and key != "format" and value < 0:
+            raise PPO1Error(f"checkpoint {path} is corrupt: {key!r} is {value}, must be >= 0")
+
+
 def load(path: str) -> dict:
-    """Load one checkpoint safely (weights_only). Raises PPO1Error if missing, truncated or corrupt."""
-    if not os.path.exists(path):
+    """Load one checkpoint safely (weights_only). Raises PPO1Error if missing, truncated or corrupt,
+    or if it lacks a key play and movie need (or has one of the wrong type)."""
+    if not os.path.lexists(path):
         raise PPO1Error(f"no checkpoint at {path}")
+    if not os.path.exists(path):
+        raise PPO1Error(f"checkpoint {path} is a dangling link (to {os.readlink(path)})")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # truncated zip, bad pickle, forbidden global ...
-        raise PPO1Error(f"checkpoint {path} is corrupt or unreadable: {type(e).__name__}: {e}".splitlines()[0]) from None
+    except Exception as e:  # truncated zip, bad pickle, forbidden global, a directory ...
+        raise PPO1Error(f"checkpoint {path} is corrupt or unreadable: {_torch_reason(e)}") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT or "model" not in state:
         raise PPO1Error(f"checkpoint {path} is not a ppo1 checkpoint (format {FORMAT})")
+    _check_keys(state, path, _REQUIRED)
+    config_from_data(state["config"], f"checkpoint {path}")
+    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state["model"].items()):
+        raise PPO1Error(f"checkpoint {path} is corrupt: 'model' does not map names to tensors")
     return state
 
 
-def load_newest(run_dir: str) -> tuple[dict | None, str | None, list[str]]:
+def check_resumable(state: dict, path: str) -> None:
+    """Raise PPO1Error unless a checkpoint holds all a training needs to resume (keys and types)."""
+    _check_keys(state, path, _RESUME)
+    if len(state["ranks"]) != state["n_ranks"] or not all(isinstance(r, dict) for r in state["ranks"]):
+        raise PPO1Error(f"checkpoint {path} is corrupt: 'ranks' does not hold one dict per rank")
+    if len(state["recent_returns"]) != len(state["recent_lengths"]):
+        raise PPO1Error(f"checkpoint {path} is corrupt: 'recent_returns' and 'recent_lengths' differ in length")
+
+
+def load_newest(run_dir: str, resume: bool = False) -> tuple[dict | None, str | None, list[str]]:
     """The newest loadable checkpoint of a run directory.
 
     Tries latest.pt, then the numbered checkpoints newest first. Returns (state, path, problems):
     state and path are None when the directory holds no checkpoint at all; `problems` lists the
-    files that could not be loaded. Raises PPO1Error when checkpoints exist but none loads.
+    files that could not be loaded. Raises PPO1Error when checkpoints exist but none loads (a
+    dangling latest.pt counts as a checkpoint that does not load). With `resume`, a checkpoint that
+    lacks what a training resumes from (check_resumable) does not load either.
     """
     candidates = [os.path.join(run_dir, LATEST)] + list_checkpoints(run_dir)
-    candidates = [p for p in candidates if os.path.exists(p)]
+    candidates = [p for p in candidates if os.path.lexists(p)]
     problems = []
     for path in candidates:
         try:
-            return load(path), path, problems
+            state = load(path)
+            if resume:
+                check_resumable(state, path)
+            return state, path, problems
         except PPO1Error as e:
             problems.append(str(e))
     if problems:
@@ -140,18 +221,58 @@ def load_newest(run_dir: str) -> tuple[dict | None, str | None, list[str]]:
     return None, None, problems
 
 
+def config_from_data(data: object, where: str) -> Config:
+    """A Config from the parsed JSON of a config.json or a checkpoint's 'config'. Raises PPO1Error naming
+    `where` for anything but an object of known fields, each of its field's type, with valid values."""
+    if not isinstance(data, dict):
+        raise PPO1Error(f"{where} does not hold a JSON object of settings")
+    kinds = {f.name: type(getattr(Config(), f.name)) for f in dataclasses.fields(Config)}
+    unknown = sorted(set(data) - set(kinds))
+    if unknown:
+        raise PPO1Error(f"{where} has unknown settings {unknown}; was it written by a newer ppo1?")
+    values = {}
+    for name, value in data.items():
+        kind = kinds[name]
+        ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            ok, value = True, float(value)
+        if not ok:
+            raise PPO1Error(f"{where}: setting {name!r} is {value!r}, must be of type {kind.__name__}")
+        values[name] = value
+    try:
+        return Config(**values).validate()
+    except PPO1Error as e:  # worded for flags: say it is the file's value
+        message = re.sub(r"--(\w+)=", r"setting \1=", str(e))
+        raise PPO1Error(f"{where}: {message}") from None
+
+
 def load_config(run_dir: str) -> Config:
-    """The config.json saved beside a run's checkpoints."""
+    """The config.json saved beside a run's checkpoints. Raises PPO1Error naming the file for any
+    content or read error."""
     path = os.path.join(run_dir, CONFIG)
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         raise PPO1Error(f"no trained run in {run_dir} (missing {CONFIG})")
-    with open(path, encoding="utf-8") as f:
-        return Config.from_json(f.read())
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(10_000_000)
+    except OSError as e:
+        raise PPO1Error(f"cannot read {path}: {cause(e)}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PPO1Error(f"{path} is not UTF-8 text (byte {e.start}): is it a ppo1 config.json?") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise PPO1Error(f"{path} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise PPO1Error(f"{path} is not valid JSON: nested too deeply") from None
+    return config_from_data(data, path)
 
 
 def validate(state: dict, config: Config, num_actions: int, n_actors: int) -> None:
     """Raise PPO1Error if a checkpoint does not belong to this game, model or number of actors."""
-    saved = state["config"]
+    saved = config_from_data(state["config"], "checkpoint").to_dict()
     path = "checkpoint"
     if saved["env_name"] != config.env_name:
         raise PPO1Error(f"{path} was trained on {saved['env_name']}, not {config.env_name}")

@@ -12,6 +12,7 @@ import sys
 import traceback
 
 from ppo1 import PPO1Error
+from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
 from ppo1.config import ADV_NORMS, INITS, MODEL_TYPES, PRESETS, VECTOR_DEFAULTS, Config
 
 _HELP = {
@@ -66,6 +67,14 @@ def _whole(text: str) -> int:
     return int(value)
 
 
+def _count(text: str) -> int:
+    """A count flag: a whole number >= 0 (0 = off)."""
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: must be a whole number >= 0 (0 = off)")
+    return value
+
+
 def _launcher_rank() -> int:
     """This process's rank as the MPI launcher tells it, before MPI is initialised (0 if none)."""
     for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
@@ -112,10 +121,11 @@ def _apply_mode_flags(args: argparse.Namespace) -> None:
             raise PPO1Error(f"--{name} is for --mode {' or '.join(modes)}, not --mode {args.mode}")
         if not hasattr(args, name):
             setattr(args, name, default)
-    if args.episodes < 1:
-        raise PPO1Error(f"--episodes={args.episodes} is invalid: must be a whole number >= 1")
-    if args.max_frames < 0:
-        raise PPO1Error(f"--max_frames={args.max_frames} is invalid: must be >= 0 (0 = one whole game)")
+    if not 1 <= args.episodes <= MAX_EPISODES:
+        raise PPO1Error(f"--episodes={args.episodes} is invalid: must be a whole number >= 1 and <= {MAX_EPISODES}")
+    if not 0 <= args.max_frames <= MAX_FRAMES:
+        raise PPO1Error(f"--max_frames={args.max_frames} is invalid: must be >= 0 (0 = one whole game) "
+                        f"and <= {MAX_FRAMES} (30 minutes at 60 fps)")
 
 
 def _given_config_flags(args: argparse.Namespace) -> dict:
@@ -151,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fresh", action="store_true",
                    help="train from scratch: move an existing run directory aside (to <run>.old-<time>) "
                         "instead of resuming")
-    p.add_argument("--stop_after_iterations", type=_whole, default=0, metavar="N",
+    p.add_argument("--stop_after_iterations", type=_count, default=0, metavar="N",
                    help="train mode: end this invocation after N iterations (checkpointed; the schedule still "
                         "runs over --env_steps, so running again resumes it)")
     return p

@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass, field, fields
 
 from ppo1 import PPO1Error
+from ppo1.bounds import MAX_ENVS_PER_RANK, MAX_FRAMES
 
 MODEL_TYPES = ("small", "large", "mlp")
 
@@ -134,6 +135,8 @@ class Config:
                      "save_interval", "sync_check_interval", "env_steps", "keep_checkpoints"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 bad(name, "a whole number >= 1")
+        if self.envs_per_rank > MAX_ENVS_PER_RANK:
+            bad("envs_per_rank", f"at most {MAX_ENVS_PER_RANK} (for more actors, run more ranks)")
         if self.optim_batchsize > self.timesteps_per_actorbatch:
             raise PPO1Error(
                 f"--optim_batchsize={self.optim_batchsize} is invalid: must be <= "
@@ -156,8 +159,8 @@ class Config:
             bad("num_threads", "a whole number >= 0 (0 = automatic)")
         if not isinstance(self.video_interval, int) or self.video_interval < 0:
             bad("video_interval", "a whole number >= 0 (0 = no videos)")
-        if not isinstance(self.video_max_frames, int) or self.video_max_frames < 1:
-            bad("video_max_frames", "a whole number >= 1")
+        if not isinstance(self.video_max_frames, int) or not 1 <= self.video_max_frames <= MAX_FRAMES:
+            bad("video_max_frames", f"a whole number from 1 to {MAX_FRAMES} (30 minutes at 60 fps)")
         if finite("watchdog_timeout") < 0 and self.watchdog_timeout != -1:
             bad("watchdog_timeout", "seconds > 0, 0 (off) or -1 (automatic: max(10 x median iteration time, 300 s))")
         if not self.model_name or os.sep in self.model_name or self.model_name in (".", ".."):

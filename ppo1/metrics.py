@@ -2,12 +2,19 @@
 scalars on rank 0; an episode CSV per rank."""
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import math
 import numbers
 import os
+import socket
+import struct
 import sys
-from typing import Iterable, TextIO
+import time
+from typing import Callable, Iterable, TextIO
+
+from ppo1.safeio import AppendFile
 
 PROGRESS_COLUMNS = (
     "iteration", "timesteps", "episodes", "ep_return_mean", "ep_length_mean", "pol_loss", "vf_loss",
@@ -70,62 +77,59 @@ class ProgressLog:
 
     def __init__(self, run_dir: str, out: TextIO | None = None, total_steps: int = 0, start_step: int = 0,
                  tensorboard: bool = True):
-        os.makedirs(run_dir, exist_ok=True)
-        self.path = os.path.join(run_dir, "progress.csv")
-        new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
-        self._file = open(self.path, "a", newline="", encoding="utf-8")
-        self._csv = csv.DictWriter(self._file, fieldnames=PROGRESS_COLUMNS, extrasaction="ignore")
-        if new:
-            self._csv.writeheader()
         self.out = out or sys.stdout
+        with contextlib.suppress(OSError):  # checked writable before; a failure shows at the first write
+            os.makedirs(run_dir, exist_ok=True)
+        self.path = os.path.join(run_dir, "progress.csv")
+        self._csv = AppendFile(self.path, _csv_line(PROGRESS_COLUMNS), warn=self.note)
+        self._csv.append(b"")  # the header, now
         self.total_steps = total_steps
         self.tty = _isatty(self.out)
         self._bar_shown = False
         self._rows = 0
-        self._tb = None
-        if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
-            self._tb = SummaryWriter(log_dir=run_dir, purge_step=start_step or None, flush_secs=30)
+        self._tb = EventFile(run_dir, start_step, warn=self.note) if tensorboard else None
+        if self._tb is not None:
+            self._tb.write(start_step, [])
 
     def _clear_bar(self) -> None:
         if self._bar_shown:
-            print("\r\033[K", end="", file=self.out)
+            self._print("\r\033[K", end="")
             self._bar_shown = False
 
     def note(self, message: str) -> None:
         """Print a line of its own (above the progress bar on a terminal)."""
         self._clear_bar()
-        print(message, file=self.out, flush=True)
+        self._print(message, flush=True)
+
+    def _print(self, *args, **kwargs) -> None:
+        """Print to the console; a console that cannot be written (a full disk, a closed pipe) is skipped."""
+        try:
+            print(*args, file=self.out, **kwargs)
+        except (OSError, ValueError):
+            pass
 
     def write(self, row: dict, episodes: Iterable[tuple[float, int]] = ()) -> None:
         """Log one iteration's row; `episodes` are the (return, length) of the games finished in it."""
-        self._csv.writerow({k: row.get(k, "") for k in PROGRESS_COLUMNS})
-        self._file.flush()
+        self._csv.append(_csv_line([row.get(k, "") for k in PROGRESS_COLUMNS]))
         self._clear_bar()
         if self._rows % 20 == 0:
-            print(" ".join(h.rjust(w) for _, h, w, _ in _CONSOLE), file=self.out)
-        print(" ".join(_fmt(row.get(k), f, w) for k, _, w, f in _CONSOLE), file=self.out, flush=True)
+            self._print(" ".join(h.rjust(w) for _, h, w, _ in _CONSOLE))
+        self._print(" ".join(_fmt(row.get(k), f, w) for k, _, w, f in _CONSOLE), flush=True)
         if self.tty:
-            print(progress_bar(row, self.total_steps), end="", file=self.out, flush=True)
+            self._print(progress_bar(row, self.total_steps), end="", flush=True)
             self._bar_shown = True
         self._rows += 1
         if self._tb is not None:
-            step = int(row["timesteps"])
-            for k in PROGRESS_COLUMNS:
-                value = row.get(k)
-                if k != "timesteps" and isinstance(value, numbers.Real) and math.isfinite(value):
-                    self._tb.add_scalar(f"progress/{k}", value, step)
+            scalars = [(f"progress/{k}", row.get(k)) for k in PROGRESS_COLUMNS if k != "timesteps"]
             for ret, length in episodes:
-                self._tb.add_scalar("episodes/return", ret, step)
-                self._tb.add_scalar("episodes/length", length, step)
+                scalars += [("episodes/return", ret), ("episodes/length", length)]
+            self._tb.write(int(row["timesteps"]),
+                           [(tag, v) for tag, v in scalars if isinstance(v, numbers.Real) and math.isfinite(v)])
 
     def close(self) -> None:
         if self._bar_shown:
-            print(file=self.out, flush=True)
+            self._print(flush=True)
             self._bar_shown = False
-        self._file.close()
-        if self._tb is not None:
-            self._tb.close()
 
 
 def _isatty(stream: TextIO) -> bool:
@@ -135,23 +139,72 @@ def _isatty(stream: TextIO) -> bool:
         return False
 
 
-class EpisodeLog:
-    """One rank's finished real games: episodes.rank<r>.csv with return, length, time, timesteps."""
+def _csv_line(values) -> bytes:
+    """One CSV record (with its line end) as UTF-8 bytes."""
+    buffer = io.StringIO()
+    csv.writer(buffer).writerow(values)
+    return buffer.getvalue().encode("utf-8")
 
-    def __init__(self, run_dir: str, rank: int):
-        os.makedirs(run_dir, exist_ok=True)
+
+class EventFile:
+    """TensorBoard scalars written synchronously into one event file of the run directory.
+
+    Replaces torch's SummaryWriter, whose writer thread dies with a traceback when the disk is full:
+    here each iteration's events are one append (AppendFile), so a failure is a warning and the
+    file keeps whole records only. `start_step` (a resumed run's timesteps) writes the session-start
+    event that makes TensorBoard hide events an earlier process logged at or past it, as
+    SummaryWriter(purge_step=...) does.
+    """
+
+    def __init__(self, run_dir: str, start_step: int = 0, warn: Callable[[str], None] | None = None):
+        from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        self._Event, self._Summary = Event, Summary
+        name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.0"
+        self.path = os.path.join(run_dir, name)
+        header = self._record(Event(wall_time=time.time(), step=start_step, file_version="brain.Event:2"))
+        if start_step:
+            header += self._record(Event(wall_time=time.time(), step=start_step,
+                                         session_log=SessionLog(status=SessionLog.START)))
+        self._file = AppendFile(self.path, header, warn=warn)
+
+    @staticmethod
+    def _record(event) -> bytes:
+        """One TFRecord: length, its masked CRC, the serialized event, its masked CRC."""
+        from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+        data = event.SerializeToString()
+        header = struct.pack("<Q", len(data))
+        return header + struct.pack("<I", masked_crc32c(header)) + data + struct.pack("<I", masked_crc32c(data))
+
+    def write(self, step: int, scalars: list[tuple[str, float]]) -> bool:
+        """Append one Event per scalar (tag, value) at `step`. Returns whether they were written."""
+        now = time.time()
+        data = b"".join(self._record(self._Event(
+            wall_time=now, step=step, summary=self._Summary(value=[self._Summary.Value(tag=tag, simple_value=value)])))
+            for tag, value in scalars)
+        return self._file.append(data)
+
+
+class EpisodeLog:
+    """One rank's finished real games: episodes.rank<r>.csv with return, length, time, timesteps.
+
+    A write that fails (disk full ...) is reported once through `warn` and training goes on.
+    """
+
+    def __init__(self, run_dir: str, rank: int, warn: Callable[[str], None] | None = None):
         path = os.path.join(run_dir, f"episodes.rank{rank}.csv")
-        new = not os.path.exists(path) or os.path.getsize(path) == 0
-        self._file = open(path, "a", newline="", encoding="utf-8")
-        self._csv = csv.writer(self._file)
-        if new:
-            self._csv.writerow(["return", "length", "time", "timesteps"])
+        if warn is None:
+            def warn(message: str) -> None:
+                print(f"{message} (rank {rank})", file=sys.stderr, flush=True)
+        self._file = AppendFile(path, _csv_line(["return", "length", "time", "timesteps"]), warn=warn)
+        self._file.append(b"")  # the header, now
 
     def write(self, episodes, timesteps: int) -> None:
-        for ep in episodes:
-            self._csv.writerow([ep.ret, ep.length, round(ep.time, 3), timesteps])
         if episodes:
-            self._file.flush()
+            self._file.append(b"".join(_csv_line([ep.ret, ep.length, round(ep.time, 3), timesteps])
+                                       for ep in episodes))
 
     def close(self) -> None:
-        self._file.close()
+        pass

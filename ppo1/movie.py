@@ -27,6 +27,7 @@ from ppo1.distributed import Comm
 from ppo1.envs import AtariEnv, GymEnv, is_atari
 from ppo1.play import choose_action, fmt_score, generator_for, load_trained
 from ppo1.policies import ActorCritic
+from ppo1.safeio import cause, ensure_writable_dir
 
 FPS = 60          # emulator frames per second (NTSC)
 GIF_EVERY = 3     # a GIF keeps every 3rd frame ...
@@ -130,7 +131,8 @@ def record_game(policy: ActorCritic, env_name: str, seed: np.random.SeedSequence
         if not os.path.exists(tmp) or os.path.getsize(tmp) == 0:
             raise PPO1Error(f"ffmpeg wrote no video to {tmp}")
     except BaseException:
-        writer.close()
+        with contextlib.suppress(Exception):  # ffmpeg may be gone already (a full disk)
+            writer.close()
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
@@ -170,6 +172,13 @@ def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: boo
     """
     if max_frames < 0:
         raise PPO1Error(f"--max_frames={max_frames} is invalid: must be >= 0 (0 = one whole game)")
+    error = None
+    if comm.is_root:  # before any work: the video's directory can be written
+        try:
+            ensure_writable_dir(os.path.join(config.asset_dir, config.model_name), "asset directory")
+        except PPO1Error as e:
+            error = e
+    comm.agree(error)
     trained = load_trained(config, given, comm)
     if not comm.is_root:
         return None
@@ -180,7 +189,10 @@ def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: boo
     out(f"ppo1: recording {cfg.env_name} with {trained.describe()}"
         f"{f', at most {max_frames} frames' if max_frames else ', one whole game'}")
     seed = np.random.SeedSequence([cfg.seed, VIDEO_STREAM, trained.iteration])
-    rec = record_game(trained.policy, cfg.env_name, seed, stem, greedy=greedy, max_frames=max_frames, gif=gif)
+    try:
+        rec = record_game(trained.policy, cfg.env_name, seed, stem, greedy=greedy, max_frames=max_frames, gif=gif)
+    except OSError as e:
+        raise PPO1Error(f"cannot write the video {stem}_*.mp4: {cause(e)}") from None
     out(f"ppo1: {describe(rec)}")
     return rec
 
@@ -210,6 +222,10 @@ class TrainingVideo:
         torch.set_num_threads(1)  # batch-1 forward passes: 1 thread is fastest
         try:
             rec = record_game(policy, cfg.env_name, seed, stem, max_frames=cfg.video_max_frames)
+        except OSError as e:  # disk full, videos/ not a directory ...: no video this time
+            self.log(f"ppo1: warning: video at iteration {iteration} not written to {os.path.dirname(stem)}: "
+                     f"{cause(e)}; training continues")
+            return None
         finally:
             torch.set_num_threads(threads)
         self.log(f"ppo1: video at iteration {iteration} ({rec.seconds:.1f} s, other ranks waited): "

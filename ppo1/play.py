@@ -18,7 +18,7 @@ import torch
 from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import Episode, make_eval_env
+from ppo1.envs import Episode, cpu_count, make_eval_env
 from ppo1.policies import ActorCritic, build
 
 # Flags that play and movie take from the command line; every other setting is the checkpoint's.
@@ -87,7 +87,13 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
         policy = build(saved.model_type, loaded["num_actions"])
     policy.load_state_dict(loaded["model"])
     policy.eval()
-    torch.set_num_threads(given.get("num_threads") or 1)  # batch-1 forward passes: 1 thread is fastest
+    threads = given.get("num_threads") or 1  # batch-1 forward passes: 1 thread is fastest
+    if threads > cpu_count():
+        if comm.is_root:
+            print(f"ppo1: note: --num_threads={threads} is more than the {cpu_count()} cores this process may "
+                  f"use; using {cpu_count()}", flush=True)
+        threads = cpu_count()
+    torch.set_num_threads(threads)
     return Trained(policy, saved, loaded["path"], loaded["iteration"], loaded["timesteps"])
 
 
@@ -127,10 +133,37 @@ def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.
 
 
 def display_available() -> bool:
-    """Whether a window can be opened: an X11 or Wayland display on Linux; assumed elsewhere."""
-    if sys.platform.startswith("linux"):
-        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-    return True
+    """Whether a window can be opened: a Wayland display, or an X server that answers at $DISPLAY, on
+    Linux; assumed elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return True
+    if os.environ.get("WAYLAND_DISPLAY"):
+        return True
+    return x_server_answers(os.environ.get("DISPLAY", ""))
+
+
+def x_server_answers(display: str) -> bool:
+    """Whether an X server listens at `display` (':0', ':1.0', 'host:10.0', 'unix:0')."""
+    import re
+    import socket
+
+    m = re.fullmatch(r"(?P<host>[^:]*):(?P<number>\d+)(?:\.\d+)?", display.strip())
+    if not m:
+        return False
+    host, number = m.group("host"), int(m.group("number"))
+    try:
+        if host in ("", "unix"):
+            with socket.socket(socket.AF_UNIX) as s:
+                s.settimeout(1.0)
+                try:
+                    s.connect(f"/tmp/.X11-unix/X{number}")
+                except OSError:
+                    s.connect(f"\0/tmp/.X11-unix/X{number}")  # the abstract socket
+            return True
+        with socket.create_connection((host, 6000 + number), timeout=1.0):
+            return True
+    except OSError:
+        return False
 
 
 def fmt_score(score: float) -> str:
@@ -169,6 +202,9 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
             f"checkpoint {trained.describe()}")
         if render and display_available():
             render_mode = "human"
+            os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # no sound: no audio errors without a sound card
+        elif render and os.environ.get("DISPLAY"):
+            out(f"ppo1: --render: no X server answers at DISPLAY={os.environ['DISPLAY']}; playing headless")
         elif render:
             out("ppo1: --render: no display (DISPLAY is not set); playing headless")
     mine = games_of_rank(episodes, comm.rank, comm.size)

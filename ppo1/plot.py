@@ -6,13 +6,16 @@ or wall-clock hours (`--plot_x time`).
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import os
 from typing import Callable
 
 from ppo1 import PPO1Error
+from ppo1.checkpoint import load_config
 from ppo1.config import Config
+from ppo1.safeio import cause, ensure_writable_dir
 
 X_AXES = ("timesteps", "time")
 
@@ -34,15 +37,20 @@ def read_curve(path: str) -> tuple[list[float], list[float], list[float]]:
     checkpoint) keeps its last row; elapsed time, which restarts at each resume, is made cumulative.
     Rows without a finished game yet (no return) are left out.
     """
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise PPO1Error(f"cannot read {path}: {cause(e)}") from None
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise PPO1Error(f"{path} is not a ppo1 progress.csv: {e}") from None
     if rows and not {"iteration", "timesteps", "ep_return_mean", "time_elapsed"} <= set(rows[0]):
         raise PPO1Error(f"{path} is not a ppo1 progress.csv (columns {sorted(rows[0])})")
     kept: list[dict] = []
     offset, last_elapsed = 0.0, 0.0
     for row in rows:
         try:
-            iteration, elapsed = int(row["iteration"]), float(row["time_elapsed"])
+            iteration, elapsed, steps = int(row["iteration"]), float(row["time_elapsed"]), float(row["timesteps"])
         except (TypeError, ValueError):
             continue
         if elapsed < last_elapsed:  # a new process: its clock restarted
@@ -50,7 +58,7 @@ def read_curve(path: str) -> tuple[list[float], list[float], list[float]]:
         last_elapsed = elapsed
         while kept and kept[-1]["iteration"] >= iteration:
             kept.pop()
-        kept.append({"iteration": iteration, "timesteps": float(row["timesteps"]),
+        kept.append({"iteration": iteration, "timesteps": steps,
                      "hours": (offset + elapsed) / 3600.0, "ret": _float(row["ep_return_mean"])})
     kept = [r for r in kept if not math.isnan(r["ret"])]
     return [r["timesteps"] for r in kept], [r["hours"] for r in kept], [r["ret"] for r in kept]
@@ -68,9 +76,8 @@ def _title(paths: list[str]) -> str:
     games = []
     for path in paths:
         try:
-            with open(os.path.join(os.path.dirname(path), "config.json"), encoding="utf-8") as f:
-                games.append(Config.from_json(f.read()).env_name)
-        except (OSError, PPO1Error):
+            games.append(load_config(os.path.dirname(path)).env_name)
+        except PPO1Error:
             continue
     return ", ".join(dict.fromkeys(games)) or "ppo1"
 
@@ -109,11 +116,17 @@ def plot(entries: list[str], out_path: str, checkpoint_dir: str = "checkpoints",
     if len(runs) - len(left_out) > 1:
         ax.legend()
     fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     tmp = os.path.join(os.path.dirname(os.path.abspath(out_path)), f".plot-{os.getpid()}.png")
-    fig.savefig(tmp)
-    plt.close(fig)
-    os.replace(tmp, out_path)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+        fig.savefig(tmp)
+        os.replace(tmp, out_path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise PPO1Error(f"cannot write the plot {out_path}: {cause(e)}") from None
+    finally:
+        plt.close(fig)
     return out_path, left_out
 
 
@@ -125,6 +138,7 @@ def plot_mode(config: Config, runs: str | None, x: str = "timesteps", model_name
     labels = [find_progress(e, config.checkpoint_dir)[0] for e in entries]
     name = config.model_name if model_name_given or not runs else "_vs_".join(dict.fromkeys(labels))
     path = os.path.join(config.asset_dir, name, "learning_curve" + ("_time" if x == "time" else "") + ".png")
+    ensure_writable_dir(os.path.dirname(path), "asset directory")
     _path, left_out = plot(entries, path, config.checkpoint_dir, x)
     drawn = [label for label in labels if label not in left_out]
     out(f"ppo1: learning curve of {', '.join(drawn)} -> {path}"

@@ -11,8 +11,9 @@ import cv2
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error, checkpoint
+from ppo1 import PPO1Error, checkpoint, runlock
 from ppo1.advantages import gae
+from ppo1.bounds import check_batch_memory
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import cpu_count, make_vec_env
@@ -24,9 +25,14 @@ from ppo1.rollout import Collector
 from ppo1.watchdog import Watchdog
 
 
-def configure_threads(config: Config, comm: Comm) -> int:
-    """torch threads per rank: 1 if --deterministic, else --num_threads, else cores / ranks on this node."""
-    n = 1 if config.deterministic else config.num_threads or max(1, cpu_count() // comm.local_size)
+def configure_threads(config: Config, comm: Comm, log=print) -> int:
+    """torch threads per rank: 1 if --deterministic, else --num_threads (at most the cores this process may
+    use), else cores / ranks on this node."""
+    cores = cpu_count()
+    n = 1 if config.deterministic else config.num_threads or max(1, cores // comm.local_size)
+    if n > cores:
+        log(f"ppo1: note: --num_threads={n} is more than the {cores} cores this process may use; using {cores}")
+        n = cores
     torch.set_num_threads(n)
     torch.use_deterministic_algorithms(config.deterministic)
     cv2.setNumThreads(1)
@@ -36,8 +42,9 @@ def configure_threads(config: Config, comm: Comm) -> int:
 class StopRequest:
     """SIGINT/SIGTERM: finish the current iteration, checkpoint, exit. A second signal exits at once."""
 
-    def __init__(self):
+    def __init__(self, quiet: bool = False):
         self.signum = 0
+        self.quiet = quiet  # ranks other than 0 exit without a word
         self._previous: dict = {}
 
     def __enter__(self) -> "StopRequest":
@@ -50,22 +57,12 @@ class StopRequest:
             signal.signal(s, handler)
 
     def _handle(self, signum, frame) -> None:
-        if self.signum:
-            raise KeyboardInterrupt
+        if self.signum:  # the second: exit now, one line, no traceback (a save cut short leaves only a temp file)
+            if not self.quiet:
+                os.write(2, f"ppo1: second {signal.Signals(signum).name}: exiting now without a checkpoint; the "
+                            f"newest one on disk is intact\n".encode())
+            os._exit(128 + signum)
         self.signum = signum
-
-
-def _move_aside(run_dir: str) -> str | None:
-    """Rename an existing run directory to <run_dir>.old-<time>; returns the new name."""
-    if not os.path.exists(run_dir):
-        return None
-    target = f"{run_dir.rstrip(os.sep)}.old-{time.strftime('%Y%m%d-%H%M%S')}"
-    n = 1
-    while os.path.exists(target):
-        target = f"{run_dir.rstrip(os.sep)}.old-{time.strftime('%Y%m%d-%H%M%S')}-{n}"
-        n += 1
-    os.rename(run_dir, target)
-    return target
 
 
 def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after: int = 0) -> dict:
@@ -74,23 +71,29 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
     Resumes from the newest checkpoint in config.run_dir unless `fresh`, which moves the old run
     aside. Returns the final counters and the process exit code (0, or 128 + signal number).
     """
-    threads = configure_threads(config, comm)
+    threads = configure_threads(config, comm, log)
     torch.manual_seed(config.seed * 1000 + comm.rank)
     random.seed(config.seed * 1000 + comm.rank)
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, comm.rank, 2**31 - 1]))
     n_actors = comm.size * config.envs_per_rank
 
     # -------- set-up: any rank may fail here, so all ranks agree on the outcome before going on
-    error, state, venv = None, None, None
-    try:
+    error, state, path, venv, lock = None, None, None, None, None
+    try:  # first of all: rank 0 locks the run directory (one training per run), refused at once if held
         config.check_fits(comm.size)
-        if fresh and comm.is_root and (moved := _move_aside(config.run_dir)):
-            log(f"ppo1: --fresh: moved the previous run to {moved}")
+        if comm.is_root:
+            lock = runlock.prepare_run_dir(config.run_dir, fresh, log)
+    except PPO1Error as e:
+        error = e
+    comm.agree(error)
+    try:
         venv = make_vec_env(config.env_name, config.envs_per_rank, config.seed, comm.rank)
+        check_batch_memory(config.timesteps_per_actorbatch, config.envs_per_rank, venv.obs.shape[1:],
+                           venv.obs.itemsize, comm.local_size)
         policy = build(config.model_type, venv.action_space, venv.obs.shape[1:], init=config.init)
         optimizer = torch.optim.Adam(policy.parameters(), lr=config.optim_stepsize, eps=config.adam_epsilon)
         if comm.is_root:
-            state, path, problems = checkpoint.load_newest(config.run_dir)
+            state, path, problems = checkpoint.load_newest(config.run_dir, resume=True)
             for p in problems:
                 log(f"ppo1: warning: {p}; using an older checkpoint")
             if state is not None:
@@ -99,27 +102,32 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
     except PPO1Error as e:
         error = e
     comm.agree(error)
-    state = comm.bcast(state)
+    state, path = comm.bcast((state, path))
 
     iteration, timesteps, episodes_total = 0, 0, 0
     recent = collections.deque(maxlen=100)  # (return, length) of the last 100 real games, all ranks
     obs = venv.reset()
-    if state is not None:
-        policy.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        iteration, timesteps, episodes_total = state["iteration"], state["timesteps"], state["episodes"]
-        recent.extend(zip(state["recent_returns"], state["recent_lengths"]))
-        if state["n_ranks"] == comm.size:
-            mine = state["ranks"][comm.rank]
-            torch.set_rng_state(mine["torch_rng"])
-            rng.bit_generator.state = mine["np_rng"]
-            random.setstate(mine["py_rng"])
-            if mine["envs"] is not None:
-                obs = venv.set_state(mine["envs"])
-        else:
-            log(f"ppo1: the checkpoint ran on {state['n_ranks']} ranks, this run on {comm.size} (same "
-                f"{n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
-        del state
+    try:  # a checkpoint whose contents do not fit is one line on every rank, not a traceback
+        if state is not None:
+            policy.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            iteration, timesteps, episodes_total = state["iteration"], state["timesteps"], state["episodes"]
+            recent.extend(zip(state["recent_returns"], state["recent_lengths"]))
+            if state["n_ranks"] == comm.size:
+                mine = state["ranks"][comm.rank]
+                torch.set_rng_state(mine["torch_rng"])
+                rng.bit_generator.state = mine["np_rng"]
+                random.setstate(mine["py_rng"])
+                if mine["envs"] is not None:
+                    obs = venv.set_state(mine["envs"])
+            else:
+                log(f"ppo1: the checkpoint ran on {state['n_ranks']} ranks, this run on {comm.size} (same "
+                    f"{n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
+    except Exception as e:
+        error = PPO1Error(f"checkpoint {path} does not fit this run and cannot be restored: "
+                          f"{type(e).__name__}: {e}".splitlines()[0][:400])
+    comm.agree(error)
+    del state
     comm.broadcast_parameters(policy)
     comm.check_synced(policy)
 
@@ -133,7 +141,7 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
         progress = ProgressLog(config.run_dir, total_steps=n_iters * steps_per_iter, start_step=timesteps)
         video = TrainingVideo(config, log=progress.note)
         log = progress.note  # later messages go above the progress bar
-    episode_log = EpisodeLog(config.run_dir, comm.rank)
+    episode_log = EpisodeLog(config.run_dir, comm.rank, warn=log if comm.is_root else None)
     collector = Collector(venv, policy, T, obs)
     update_seconds = 0.0
     start, start_steps, start_iteration = time.time(), timesteps, iteration
@@ -157,7 +165,7 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
         return comm.bcast(problem)
 
     exit_code, reason = 0, "done"
-    with StopRequest() as stop, Watchdog(config.watchdog_timeout, comm.rank, comm.abort) as wd:
+    with StopRequest(quiet=not comm.is_root) as stop, Watchdog(config.watchdog_timeout, comm.rank, comm.abort) as wd:
         while iteration < n_iters:
             wd.phase = "rollout"
             alpha = linear_alpha(timesteps, config.env_steps)
@@ -233,6 +241,7 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
     venv.close()
     if comm.is_root:
         progress.close()
+        lock.release()
         latest = os.path.join(config.run_dir, checkpoint.LATEST)
         if reason == "done":
             log(f"ppo1: done: {timesteps} steps in {iteration} iterations; checkpoint {latest}")

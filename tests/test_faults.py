@@ -1,0 +1,455 @@
+"""Faults and hostile inputs (issue 12): the run lock, full disks, unwritable paths, bad file contents,
+stale temp files and bounds. Real files, real processes, real `mpirun -np 2`; full and read-only
+file systems are real tmpfs / bind mounts (root only: skipped otherwise)."""
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import REPO, mpirun_command, run_cli
+
+# 1 rank x 2 envs x 64 steps = 128 steps per iteration (2 ranks: 256); a checkpoint every iteration
+FAST = ["--envs_per_rank", "2", "--timesteps_per_actorbatch", "64", "--optim_batchsize", "16", "--num_threads", "1",
+        "--save_interval", "1"]
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def one_line_error(r, *expected):
+    """The run failed with status 2 and exactly one line on stderr (the error), no traceback anywhere."""
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("ppo1: error: "), r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def rows(path):
+    import csv
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _mount(*args):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a file system")
+    r = subprocess.run(["mount", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount here: {r.stderr.strip()}")
+
+
+def _umount(path):
+    if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+@contextlib.contextmanager
+def tmpfs(path, size="40m", read_only=False):
+    """A real tmpfs of `size` at `path` (read-only if asked), unmounted afterwards."""
+    os.makedirs(path, exist_ok=True)
+    _mount("-t", "tmpfs", "-o", f"size={size}" + (",ro" if read_only else ""), "tmpfs", str(path))
+    try:
+        yield str(path)
+    finally:
+        _umount(path)
+
+
+@contextlib.contextmanager
+def read_only_view(src, path):
+    """`src` seen read-only at `path` (a read-only bind mount), unmounted afterwards."""
+    os.makedirs(path, exist_ok=True)
+    _mount("--bind", str(src), str(path))
+    try:
+        r = subprocess.run(["mount", "-o", "remount,ro,bind", str(path)], capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"cannot remount read-only: {r.stderr.strip()}")
+        yield str(path)
+    finally:
+        _umount(path)
+
+
+def fill(directory):
+    """Fill the file system of `directory` to the last byte."""
+    with open(os.path.join(directory, "filler"), "wb") as f:
+        with contextlib.suppress(OSError):
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+
+
+def start(args, np_):
+    env = dict(os.environ, PYTHONPATH=REPO)
+    cmd = [sys.executable, "-m", "run_atari", *args]
+    if np_ > 1:
+        cmd = mpirun_command(np_) + cmd
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+                            start_new_session=True)
+
+
+def wait_for_rows(path, n, proc, timeout=180):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if os.path.exists(path) and len(rows(path)) >= n:
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    raise AssertionError("training did not log in time")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A run directory of 2 iterations (ckpt-1, ckpt-2, latest.pt = ckpt-2) to copy from."""
+    ck = tmp_path_factory.mktemp("faults_ck")
+    r = run_cli([*FAST, "--env_steps", "256", "--checkpoint_dir", str(ck), "--model_name", "t"])
+    assert r.returncode == 0, r.stderr
+    return ck / "t"
+
+
+def copy_run(trained, tmp_path, name="r"):
+    shutil.copytree(trained, tmp_path / name)
+    return tmp_path / name
+
+
+# ---------------------------------------------------------------------------------------------- the run lock
+def test_a_second_training_of_a_run_being_trained_is_refused_and_the_first_is_unaffected(tmp_path):
+    run = tmp_path / "L"
+    args = [*FAST, "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path), "--model_name", "L"]
+    first = start(args, np_=2)
+    try:
+        wait_for_rows(run / "progress.csv", 2, first)
+        for np_ in (1, 2):
+            second = run_cli(args, np_=np_)
+            line = one_line_error(second, f"{run} is in use by another training (pid ",
+                                  f"on host {socket.gethostname()} since ")
+            assert "--model_name" in line
+        fresh = run_cli([*args, "--fresh"])  # --fresh may not move a run that is being trained
+        one_line_error(fresh, "is in use by another training")
+        # reading a run that is being trained works
+        movie = run_cli(["--mode", "movie", "--checkpoint_dir", str(tmp_path), "--model_name", "L", "--asset_dir",
+                         str(tmp_path / "assets"), "--max_frames", "30"])
+        assert movie.returncode == 0, movie.stderr
+        first.send_signal(signal.SIGTERM)
+        out, err = first.communicate(timeout=120)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+            first.wait()
+    assert first.returncode == 143, err
+    assert "Traceback" not in out + err
+    iterations = [int(r["iteration"]) for r in rows(run / "progress.csv")]
+    assert iterations == list(range(1, len(iterations) + 1)), "one writer: every iteration logged once"
+    assert torch.load(run / "latest.pt", weights_only=True)["iteration"] == iterations[-1]
+    assert not [n for n in os.listdir(tmp_path) if n.startswith("L.old-")]
+    # the lock went with the process: the run resumes
+    again = run_cli([*args, "--stop_after_iterations", "1"], np_=2)
+    assert again.returncode == 0 and "resuming from" in again.stdout, again.stderr
+
+
+def test_two_trainings_started_together_one_runs_one_is_refused(tmp_path):
+    args = [*FAST, "--env_steps", "512", "--checkpoint_dir", str(tmp_path), "--model_name", "T"]
+    procs = [start(args, np_=2), start(args, np_=1)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    results = [(p.returncode, out, err) for p, (out, err) in zip(procs, outputs)]
+    assert sorted(code for code, _, _ in results) == [0, 2], results
+    _code, out, err = next(r for r in results if r[0] == 2)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "is in use by another training (pid " in lines[0] and "Traceback" not in out + err
+    iterations = [int(r["iteration"]) for r in rows(tmp_path / "T" / "progress.csv")]
+    assert iterations == list(range(1, len(iterations) + 1))
+
+
+def test_a_killed_training_leaves_no_stale_lock(tmp_path):
+    args = [*FAST, "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path), "--model_name", "k"]
+    proc = start(args, np_=1)
+    wait_for_rows(tmp_path / "k" / "progress.csv", 1, proc)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    r = run_cli([*args, "--stop_after_iterations", "1"])
+    assert r.returncode == 0, r.stderr
+
+
+# ---------------------------------------------------------------------------------------------- full disk
+@pytest.mark.parametrize("np_", [1, 2])
+def test_full_disk_warns_training_continues_and_the_final_checkpoint_fails_in_one_line(tmp_path, np_):
+    step = 128 * np_  # steps per iteration
+    with tmpfs(tmp_path / "disk", "40m") as disk:
+        args = [*FAST, "--checkpoint_dir", disk, "--model_name", "d"]
+        assert run_cli([*args, "--env_steps", str(2 * step)], np_=np_).returncode == 0
+        latest = os.path.join(disk, "d", "latest.pt")
+        before = digest(latest)
+        fill(disk)
+        r = run_cli([*args, "--env_steps", str(5 * step)], np_=np_)   # iterations 3, 4, 5
+        assert "disk full (ENOSPC)" in r.stdout and "training continues" in r.stdout, r.stdout
+        for i in (3, 4):
+            assert f"checkpoint at iteration {i} not written" in r.stdout
+        one_line_error(r, "checkpoint at iteration 5 not written", "disk full (ENOSPC)", "the previous one is intact")
+        assert "inline_container" not in r.stdout + r.stderr
+        assert digest(latest) == before
+        assert not [n for n in os.listdir(os.path.join(disk, "d")) if ".tmp" in n]
+        os.unlink(os.path.join(disk, "filler"))
+        again = run_cli([*args, "--env_steps", str(5 * step)], np_=np_)
+        assert again.returncode == 0 and f"resuming from {latest} (iteration 2" in again.stdout, again.stderr
+
+
+# ---------------------------------------------------------------------------------------------- unwritable paths
+@pytest.mark.parametrize("np_", [1, 2])
+def test_a_checkpoint_dir_that_is_a_file_is_refused_before_any_work(tmp_path, np_):
+    (tmp_path / "file").write_text("not a directory")
+    r = run_cli([*FAST, "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path / "file")], np_=np_)
+    one_line_error(r, f"cannot create the run directory {tmp_path / 'file'}", "not a directory (ENOTDIR)")
+    assert "iter" not in r.stdout
+
+
+def test_a_run_under_proc_is_refused():
+    r = run_cli([*FAST, "--checkpoint_dir", "/proc/ppo1-test"])
+    one_line_error(r, "cannot create the run directory /proc/ppo1-test/")
+
+
+@pytest.mark.parametrize("np_", [1, 2])
+def test_a_read_only_file_system_is_refused_for_training(tmp_path, np_):
+    with tmpfs(tmp_path / "ro", "1m", read_only=True) as ro:
+        r = run_cli([*FAST, "--checkpoint_dir", ro, "--model_name", "x"], np_=np_)
+        one_line_error(r, f"cannot create the run directory {ro}/x", "read-only file system (EROFS)")
+
+
+def test_a_read_only_run_can_be_watched_not_trained_and_assets_need_a_writable_dir(trained, tmp_path):
+    with read_only_view(trained, tmp_path / "ck" / "t") as run:
+        ck = os.path.dirname(run)
+        r = run_cli([*FAST, "--checkpoint_dir", ck, "--model_name", "t", "--env_steps", "512"])
+        one_line_error(r, f"cannot write into the run directory {run}", "read-only file system (EROFS)")
+        movie = run_cli(["--mode", "movie", "--checkpoint_dir", ck, "--model_name", "t", "--asset_dir",
+                         str(tmp_path / "assets"), "--max_frames", "30"])
+        assert movie.returncode == 0, movie.stderr
+        with tmpfs(tmp_path / "ro_assets", "1m", read_only=True) as assets:
+            for np_ in (1, 2):
+                movie = run_cli(["--mode", "movie", "--checkpoint_dir", ck, "--model_name", "t", "--asset_dir",
+                                 assets, "--max_frames", "30"], np_=np_)
+                one_line_error(movie, f"cannot create the asset directory {assets}/t", "read-only file system")
+            plot = run_cli(["--mode", "plot", "--checkpoint_dir", ck, "--model_name", "t", "--asset_dir", assets])
+            one_line_error(plot, "read-only file system")
+
+
+# ---------------------------------------------------------------------------------------------- file contents
+BAD_CONFIGS = {
+    "not UTF-8": (b"\xff\xfe{\x00", "is not UTF-8 text"),
+    "not JSON": (b"{gamma: 0.9", "is not valid JSON"),
+    "nested too deeply": (b"[" * 100_000, "is not valid JSON"),
+    "a list": (b"[1, 2]", "does not hold a JSON object"),
+    "a string for a bool": (b'{"deterministic": "yes"}', "setting 'deterministic' is 'yes', must be of type bool"),
+    "a string for a float": (b'{"gamma": "high"}', "setting 'gamma' is 'high', must be of type float"),
+    "a bool for an int": (b'{"seed": true}', "setting 'seed' is True, must be of type int"),
+    "out of range": (b'{"gamma": 7}', "setting gamma=7.0 is invalid: must be in (0, 1]"),
+    "an unknown key": (b'{"bogus": 1}', "unknown settings ['bogus']"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_a_bad_config_json_is_one_line_naming_the_file(tmp_path, case):
+    content, expected = BAD_CONFIGS[case]
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "config.json").write_bytes(content)
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r"])
+    line = one_line_error(r, str(tmp_path / "r" / "config.json"), expected)
+    assert "--gamma" not in line and "--deterministic" not in line
+
+
+def test_a_config_json_that_is_a_directory_is_one_line_on_every_rank(tmp_path):
+    (tmp_path / "r" / "config.json").mkdir(parents=True)
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r"], np_=2)
+    one_line_error(r, f"cannot read {tmp_path / 'r' / 'config.json'}: it is a directory (EISDIR)")
+
+
+def _rewrite(run, change):
+    """Apply `change` to the newest checkpoint's dict and write it back as latest.pt and ckpt-2."""
+    state = torch.load(run / "latest.pt", weights_only=True)
+    change(state)
+    torch.save(state, run / "latest.pt")
+    shutil.copy(run / "latest.pt", run / "ckpt-00000002.pt")
+
+
+@pytest.mark.parametrize("np_", [1, 2])
+def test_a_checkpoint_without_a_key_is_one_line_and_nothing_changes(trained, tmp_path, np_):
+    run = copy_run(trained, tmp_path)
+    _rewrite(run, lambda s: s.pop("optimizer"))
+    os.unlink(run / "ckpt-00000001.pt")
+    before = digest(run / "progress.csv")
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "512"], np_=np_)
+    one_line_error(r, f"no loadable checkpoint in {run}", "is incomplete: it has no 'optimizer'")
+    assert digest(run / "progress.csv") == before
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda s: s.pop("num_actions"), "is incomplete: it has no 'num_actions'"),
+    (lambda s: s.update(iteration="2"), "'iteration' is of type str, not int"),
+    (lambda s: s.update(config={"gamma": "high"}), "setting 'gamma' is 'high'"),
+    (lambda s: s.update(model=[1, 2]), "'model' is of type list, not dict"),
+])
+def test_a_checkpoint_with_bad_contents_is_one_line_for_play_and_movie(trained, tmp_path, change, expected):
+    run = copy_run(trained, tmp_path)
+    _rewrite(run, change)
+    os.unlink(run / "ckpt-00000001.pt")
+    r = run_cli(["--mode", "movie", "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--asset_dir",
+                 str(tmp_path / "assets"), "--max_frames", "30"])
+    one_line_error(r, str(run / "latest.pt"), expected)
+
+
+def test_a_checkpoint_that_does_not_fit_the_model_is_one_line_on_every_rank(trained, tmp_path):
+    run = copy_run(trained, tmp_path)
+    _rewrite(run, lambda s: s["model"].update({k: torch.zeros(3) for k in list(s["model"])[:1]}))
+    os.unlink(run / "ckpt-00000001.pt")
+    # 2 ranks x 1 env: the same 2 actors as the checkpoint's 1 x 2
+    args = [a if a != "2" else "1" for a in FAST]
+    r = run_cli([*args, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "512"], np_=2)
+    one_line_error(r, f"checkpoint {run / 'latest.pt'} does not fit this run")
+
+
+def test_a_checkpoint_holding_code_is_refused_without_torch_advice(trained, tmp_path):
+    run = copy_run(trained, tmp_path)
+    _rewrite(run, lambda s: s.update(evil=socket.AddressFamily.AF_INET))
+    os.unlink(run / "ckpt-00000001.pt")
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "512"])
+    line = one_line_error(r, "holds objects other than tensors and plain data, which ppo1 never loads")
+    assert "weights_only" not in line and "trusted source" not in line
+
+
+def test_a_dangling_latest_as_the_only_checkpoint_stops_like_a_corrupt_one(trained, tmp_path):
+    run = copy_run(trained, tmp_path)
+    for name in ("latest.pt", "ckpt-00000001.pt", "ckpt-00000002.pt"):
+        os.unlink(run / name)
+    os.symlink(run / "ckpt-00000009.pt", run / "latest.pt")
+    before = digest(run / "progress.csv")
+    for np_ in (1, 2):
+        r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "512"], np_=np_)
+        one_line_error(r, f"no loadable checkpoint in {run}", "is a dangling link")
+    movie = run_cli(["--mode", "movie", "--checkpoint_dir", str(tmp_path), "--model_name", "r"])
+    one_line_error(movie, "is a dangling link")
+    assert digest(run / "progress.csv") == before
+
+
+def test_a_dangling_or_missing_latest_falls_back_to_the_numbered_checkpoints(trained, tmp_path):
+    run = copy_run(trained, tmp_path)
+    os.unlink(run / "latest.pt")
+    os.symlink("nowhere.pt", run / "latest.pt")
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "384"])
+    assert r.returncode == 0, r.stderr
+    assert "is a dangling link" in r.stdout and f"resuming from {run / 'ckpt-00000002.pt'} (iteration 2" in r.stdout
+    assert torch.load(run / "latest.pt", weights_only=True)["iteration"] == 3
+    os.unlink(run / "latest.pt")
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "512"])
+    assert r.returncode == 0 and f"resuming from {run / 'ckpt-00000003.pt'} (iteration 3" in r.stdout, r.stderr
+
+
+def test_garbage_in_the_logs_and_the_lock_file_never_gives_a_traceback(trained, tmp_path):
+    run = copy_run(trained, tmp_path)
+    (run / "progress.csv").write_bytes(b"\x00\xff garbage \x00\n" * 3)
+    (run / "episodes.rank0.csv").write_bytes(b"\xff\xfe")
+    (run / "train.lock").write_bytes(b"\xff not json")
+    plot = run_cli(["--mode", "plot", "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--asset_dir",
+                    str(tmp_path / "assets")])
+    one_line_error(plot, str(run / "progress.csv"))
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "384"])
+    assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------------------------------------- stale temp files
+def test_stale_temp_files_of_an_interrupted_save_are_removed_at_the_next_start(trained, tmp_path):
+    run = copy_run(trained, tmp_path)
+    stale = [".ckpt-00000003.pt.tmp4242", ".latest.pt.tmp4242", ".config.json.tmp77", ".ppo1-write-test-abc"]
+    kept = [".mine.tmp1", "notes.txt", "ckpt-00000003.pt.tmp4242"]
+    for name in stale + kept:
+        (run / name).write_bytes(b"x" * 1000)
+    (run / "videos").mkdir()
+    (run / "videos" / ".recording-4242.mp4").write_bytes(b"x")
+    # --num_threads above the cores: clamped with a note
+    args = [a if a != "1" else "9999" for a in FAST]
+    r = run_cli([*args, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--stop_after_iterations", "1"])
+    assert r.returncode == 0, r.stderr
+    assert "removed 5 temp file(s) of an interrupted save" in r.stdout
+    assert "--num_threads=9999 is more than the" in r.stdout
+    left = set(os.listdir(run))
+    assert not left & set(stale) and set(kept) <= left
+    assert os.listdir(run / "videos") == []
+
+
+# ---------------------------------------------------------------------------------------------- bounds
+BOUNDS = {
+    "negative count": (["--stop_after_iterations", "-1"], "--stop_after_iterations: '-1' is invalid: must be a whole "
+                                                          "number >= 0 (0 = off)"),
+    "envs_per_rank": (["--envs_per_rank", "100000"], "--envs_per_rank=100000 is invalid: must be at most 256"),
+    "video_max_frames": (["--video_max_frames", "1e9"], "--video_max_frames=1000000000 is invalid"),
+    "episodes": (["--mode", "play", "--episodes", "1e9"], "--episodes=1000000000 is invalid: must be a whole "
+                                                          "number >= 1 and <= 10000"),
+    "max_frames": (["--mode", "movie", "--max_frames", "1e9"], "--max_frames=1000000000 is invalid"),
+    "memory": (["--timesteps_per_actorbatch", "1e8", "--env_steps", "1e9", "--envs_per_rank", "1"],
+               "one iteration's batch needs"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BOUNDS))
+def test_out_of_bounds_values_are_refused_in_one_line(tmp_path, case):
+    args, expected = BOUNDS[case]
+    r = run_cli([*args, "--checkpoint_dir", str(tmp_path)])
+    one_line_error(r, expected)
+
+
+def test_a_negative_count_is_refused_on_every_rank(tmp_path):
+    r = run_cli(["--stop_after_iterations", "-1", "--checkpoint_dir", str(tmp_path)], np_=2)
+    one_line_error(r, "must be a whole number >= 0")
+
+
+# ---------------------------------------------------------------------------------------------- minor
+def test_render_needs_an_x_server_that_answers_not_just_a_display_variable():
+    from ppo1.play import x_server_answers
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert port >= 6000
+        assert x_server_answers(f"127.0.0.1:{port - 6000}.0")
+    assert not x_server_answers(f"127.0.0.1:{port - 6000}")  # closed now
+    assert not x_server_answers(":987")
+    assert not x_server_answers("") and not x_server_answers("garbage")
+
+
+def test_a_second_sigterm_exits_at_once_with_one_line(tmp_path):
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "s"]
+    proc = start(args, np_=2)
+    try:
+        wait_for_rows(tmp_path / "s" / "progress.csv", 1, proc)
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 143, err
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "ppo1: second SIGTERM: exiting now without a checkpoint; the newest one on disk is intact"]
+
+
+def test_ctrl_c_while_starting_is_one_line(tmp_path):
+    proc = start([*FAST, "--checkpoint_dir", str(tmp_path)], np_=2)
+    time.sleep(1.0)  # importing torch
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
