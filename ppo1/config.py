@@ -15,6 +15,10 @@ INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
 
 # Defaults for envs with vector observations (classic control, MuJoCo): baselines' run_mujoco.py.
+# Settings of the machine, not of the run: a resumed run takes them from its command line (or the
+# defaults), never from the config.json of the checkpoint, so a run moves between GPU and CPU boxes.
+MACHINE_FIELDS = ("device", "compile")
+
 VECTOR_DEFAULTS = {
     "model_type": "mlp", "env_steps": 1_000_000, "timesteps_per_actorbatch": 2048, "optim_epochs": 10,
     "optim_stepsize": 3e-4, "optim_batchsize": 64, "epsilon": 0.2, "ent_coef": 0.0, "gamma": 0.99, "lam": 0.95,
@@ -79,6 +83,8 @@ class Config:
     adv_norm: str = "batch"              # standardise advantages per rank batch or per minibatch
     max_grad_norm: float = 0.0           # clip the global gradient norm (after averaging); 0 = off
     anneal_clip: bool = True             # anneal the clip parameter with alpha (the paper) or keep it
+    device: str = "auto"                 # auto, cpu, cuda or cuda:N (ppo1.device); not inherited on resume
+    compile: bool = False                # torch.compile the training forward (eager if that fails)
     extra: dict = field(default_factory=dict)  # room for later settings without breaking old JSON
 
     # ------------------------------------------------------------------ derived
@@ -156,6 +162,10 @@ class Config:
             bad("video_interval", "a whole number >= 0 (0 = no videos)")
         if not isinstance(self.video_max_frames, int) or self.video_max_frames < 1:
             bad("video_max_frames", "a whole number >= 1")
+        from ppo1.device import parse_device
+        parse_device(self.device)
+        if not isinstance(self.compile, bool):
+            bad("compile", "true or false")
         if not self.model_name or os.sep in self.model_name or self.model_name in (".", ".."):
             bad("model_name", "a plain directory name")
         return self
