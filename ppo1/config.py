@@ -14,11 +14,11 @@ MODEL_TYPES = ("small", "large", "mlp")
 INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
 
-# Defaults for envs with vector observations (classic control, MuJoCo): baselines' run_mujoco.py.
 # Settings of the machine, not of the run: a resumed run takes them from its command line (or the
 # defaults), never from the config.json of the checkpoint, so a run moves between GPU and CPU boxes.
 MACHINE_FIELDS = ("device", "compile")
 
+# Defaults for envs with vector observations (classic control, MuJoCo): baselines' run_mujoco.py.
 VECTOR_DEFAULTS = {
     "model_type": "mlp", "env_steps": 1_000_000, "timesteps_per_actorbatch": 2048, "optim_epochs": 10,
     "optim_stepsize": 3e-4, "optim_batchsize": 64, "epsilon": 0.2, "ent_coef": 0.0, "gamma": 0.99, "lam": 0.95,
