@@ -206,10 +206,20 @@ class CompiledDist:
             return result
         except Exception as e:  # noqa: BLE001 -- any compile or backend error: go eager
             self.state = "failed"
-            first = (str(e).strip().splitlines() or [""])[0][:200]
-            self.log(f"ppo1: --compile: torch.compile failed ({type(e).__name__}: {first}); "
+            self.log(f"ppo1: --compile: torch.compile failed ({_root_cause(e)}); "
                      "training goes on with the eager forward")
             return None
+
+
+def _root_cause(e: BaseException) -> str:
+    """`Type: first line` of the innermost exception behind `e` (dynamo wraps backend errors)."""
+    for _ in range(10):
+        inner = getattr(e, "inner_exception", None) or e.__cause__
+        if not isinstance(inner, BaseException) or inner is e:
+            break
+        e = inner
+    first = (str(e).strip().splitlines() or [""])[0]
+    return f"{type(e).__name__}: {first[:200]}" if first else type(e).__name__
 
 
 def host_name() -> str:
