@@ -150,7 +150,8 @@ def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
         "env_name": args.env_name, "env_steps": 10_000_000, "timesteps_per_actorbatch": s.horizon,
         "optim_epochs": s.epochs, "optim_batchsize": s.minibatch, "model_type": s.model_type,
         "envs_per_rank": s.envs_per_rank, "num_threads": args.num_threads, "seed": 0,
-        "checkpoint_dir": workdir, "model_name": run, "save_interval": 10**9}}
+        "checkpoint_dir": workdir, "model_name": run, "save_interval": 10**9,
+        "device": args.device, "compile": args.compile}}
     spec_path, out_path = os.path.join(workdir, run + ".spec.json"), os.path.join(workdir, run + ".out.json")
     with open(spec_path, "w", encoding="utf-8") as f:
         json.dump(spec, f)
@@ -310,6 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--horizon", type=int, default=PAPER.horizon, help="T per actor (default: %(default)s)")
     p.add_argument("--env_name", default="PongNoFrameskip-v4")
     p.add_argument("--num_threads", type=int, default=0, help="torch threads per rank; 0 = ppo1's default")
+    p.add_argument("--device", default="auto", help="ppo1's --device for every rank (default: %(default)s)")
+    p.add_argument("--compile", action="store_true", help="ppo1's --compile (torch.compile the training forward)")
     p.add_argument("--iterations", type=int, default=10, help="timed iterations (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=2, help="untimed iterations first (default: %(default)s)")
     p.add_argument("--repeat", type=int, default=1, help="runs per scenario; the median SPS of those that "

@@ -13,7 +13,7 @@ import traceback
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
-from ppo1.config import ADV_NORMS, INITS, MODEL_TYPES, PRESETS, VECTOR_DEFAULTS, Config
+from ppo1.config import ADV_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRESETS, VECTOR_DEFAULTS, Config
 
 _HELP = {
     "env_name": "gymnasium Atari id: <Game>NoFrameskip-v4 (DeepMind preprocessing) or ALE/<Game>-v5",
@@ -53,6 +53,10 @@ _HELP = {
     "watchdog_timeout": "train: seconds without a finished iteration (a lost host, a rank stuck in a collective) "
                         "after which every rank prints where it waited and ends the job (exit status 3); "
                         "-1 = max(10 x median iteration time, 300 s), 0 = off",
+    "device": "auto (a GPU when torch sees one, else the CPU), cpu, cuda or cuda:N; under mpirun each rank "
+              "takes GPU local_rank %% GPUs on its node, cuda:N pins GPU N; may differ on resume",
+    "compile": "torch.compile the training forward/backward (needs a C compiler at run time; falls back "
+               "to eager with a notice if compiling fails)",
 }
 
 
@@ -176,7 +180,7 @@ def build_config(args: argparse.Namespace) -> Config:
     base = Config()
     if not getattr(args, "fresh", False) and os.path.exists(os.path.join(run_dir, "config.json")):
         from ppo1.checkpoint import load_config
-        base = load_config(run_dir)
+        base = dataclasses.replace(load_config(run_dir), **{n: getattr(Config, n) for n in MACHINE_FIELDS})
         if given.get("preset", base.preset) != base.preset:
             raise PPO1Error(f"--preset={given['preset']} differs from the run's preset {base.preset!r} "
                             f"({run_dir}); give --fresh to start a new run with it")

@@ -15,6 +15,10 @@ MODEL_TYPES = ("small", "large", "mlp")
 INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
 
+# Settings of the machine, not of the run: a resumed run takes them from its command line (or the
+# defaults), never from the config.json of the checkpoint, so a run moves between GPU and CPU boxes.
+MACHINE_FIELDS = ("device", "compile")
+
 # Defaults for envs with vector observations (classic control, MuJoCo): baselines' run_mujoco.py.
 VECTOR_DEFAULTS = {
     "model_type": "mlp", "env_steps": 1_000_000, "timesteps_per_actorbatch": 2048, "optim_epochs": 10,
@@ -82,6 +86,8 @@ class Config:
     max_grad_norm: float = 0.0           # clip the global gradient norm (after averaging); 0 = off
     anneal_clip: bool = True             # anneal the clip parameter with alpha (the paper) or keep it
     watchdog_timeout: float = -1.0       # s without a finished iteration before a rank ends the job; -1 = auto, 0 = off
+    device: str = "auto"                 # auto, cpu, cuda or cuda:N (ppo1.device); not inherited on resume
+    compile: bool = False                # torch.compile the training forward (eager if that fails)
     extra: dict = field(default_factory=dict)  # room for later settings without breaking old JSON
 
     # ------------------------------------------------------------------ derived
@@ -163,6 +169,10 @@ class Config:
             bad("video_max_frames", f"a whole number from 1 to {MAX_FRAMES} (30 minutes at 60 fps)")
         if finite("watchdog_timeout") < 0 and self.watchdog_timeout != -1:
             bad("watchdog_timeout", "seconds > 0, 0 (off) or -1 (automatic: max(10 x median iteration time, 300 s))")
+        from ppo1.device import parse_device
+        parse_device(self.device)
+        if not isinstance(self.compile, bool):
+            bad("compile", "true or false")
         if not self.model_name or os.sep in self.model_name or self.model_name in (".", ".."):
             bad("model_name", "a plain directory name")
         return self

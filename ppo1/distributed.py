@@ -33,13 +33,14 @@ class Comm:
         self._comm = mpi_comm
         self.rank = mpi_comm.Get_rank() if mpi_comm is not None else 0
         self.size = mpi_comm.Get_size() if mpi_comm is not None else 1
-        self.local_size = 1
+        self.local_size, self.local_rank = 1, 0   # ranks on this node, and this rank's index among them
         if mpi_comm is not None and self.size > 1:
             from mpi4py import MPI
             node = mpi_comm.Split_type(MPI.COMM_TYPE_SHARED)
-            self.local_size = node.Get_size()
+            self.local_size, self.local_rank = node.Get_size(), node.Get_rank()
             node.Free()
-        self._flat: torch.Tensor | None = None   # gradient buffer, reused across minibatches
+        self._flat: torch.Tensor | None = None   # gradient buffer on the gradients' device, reused
+        self._host: torch.Tensor | None = None   # its host copy for MPI (the same tensor on the CPU)
         self.seconds = 0.0                        # time spent in gradient allreduces
 
     @classmethod
@@ -64,7 +65,7 @@ class Comm:
         if self.size == 1:
             return
         tensors = [t for t in module.state_dict().values()]
-        flat = torch.cat([t.detach().reshape(-1).double() for t in tensors])  # float64: exact for all
+        flat = torch.cat([t.detach().reshape(-1).double() for t in tensors]).cpu()  # float64: exact for all
         self._comm.Bcast(flat.numpy(), root=0)
         offset = 0
         with torch.no_grad():
@@ -74,21 +75,31 @@ class Comm:
                 offset += n
 
     def average_gradients(self, params: Iterable[torch.nn.Parameter]) -> None:
-        """Replace each gradient by its mean over ranks: one allreduce of one reused flat buffer."""
+        """Replace each gradient by its mean over ranks: one allreduce of one reused flat buffer.
+
+        Gradients on a GPU are gathered into a flat buffer there and staged through one pinned host
+        buffer (one copy each way); on the CPU the flat buffer is the one MPI reduces.
+        """
         if self.size == 1:
             return
         params = [p for p in params if p.grad is not None]
         n = sum(p.numel() for p in params)
-        if self._flat is None or self._flat.numel() != n:
-            self._flat = torch.empty(n, dtype=torch.float32)
+        device = params[0].grad.device
+        if self._flat is None or self._flat.numel() != n or self._flat.device != device:
+            self._flat = torch.empty(n, dtype=torch.float32, device=device)
+            self._host = self._flat if device.type == "cpu" else torch.empty(n, dtype=torch.float32).pin_memory()
         flat, offset = self._flat, 0
         for p in params:
             flat[offset:offset + p.numel()].copy_(p.grad.reshape(-1))
             offset += p.numel()
+        if self._host is not flat:
+            self._host.copy_(flat)
         start = time.perf_counter()
         from mpi4py import MPI
-        self._comm.Allreduce(MPI.IN_PLACE, flat.numpy(), op=MPI.SUM)
+        self._comm.Allreduce(MPI.IN_PLACE, self._host.numpy(), op=MPI.SUM)
         self.seconds += time.perf_counter() - start
+        if self._host is not flat:
+            flat.copy_(self._host, non_blocking=True)
         flat.div_(self.size)
         offset = 0
         for p in params:
@@ -168,5 +179,5 @@ def parameter_digest(module: torch.nn.Module) -> str:
     h = hashlib.blake2b(digest_size=16)
     for name, t in module.state_dict().items():
         h.update(name.encode())
-        h.update(t.detach().contiguous().numpy().tobytes())
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()

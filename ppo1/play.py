@@ -17,12 +17,14 @@ import torch
 
 from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
+from ppo1.device import configure, select_device
 from ppo1.distributed import Comm
 from ppo1.envs import Episode, cpu_count, make_eval_env
 from ppo1.policies import ActorCritic, build
 
 # Flags that play and movie take from the command line; every other setting is the checkpoint's.
-EVAL_FLAGS = ("checkpoint_dir", "model_name", "asset_dir", "seed", "num_threads", "deterministic")
+EVAL_FLAGS = ("checkpoint_dir", "model_name", "asset_dir", "seed", "num_threads", "deterministic", "device",
+              "compile")
 # Seed streams of evaluation games, apart from the training envs' (seed, rank, env index) streams.
 PLAY_STREAM = 1_000_001
 
@@ -71,11 +73,12 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
     a missing or unreadable checkpoint, or a conflicting flag.
     """
     error, loaded = None, None
-    if comm.is_root:
-        try:
+    try:
+        device = select_device(config.device, comm.local_rank)
+        if comm.is_root:
             loaded = _load_on_root(config, given)
-        except PPO1Error as e:
-            error = e
+    except PPO1Error as e:
+        error = e
     comm.agree(error)
     loaded = comm.bcast(loaded)
     saved = Config.from_dict(loaded["config"])
@@ -85,8 +88,9 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
         env.close()
     else:
         policy = build(saved.model_type, loaded["num_actions"])
-    policy.load_state_dict(loaded["model"])
-    policy.eval()
+    policy.load_state_dict(loaded["model"])  # CPU tensors (checkpoint.load maps them there)
+    configure(device, config.deterministic)
+    policy.to(device).eval()
     threads = given.get("num_threads") or 1  # batch-1 forward passes: 1 thread is fastest
     if threads > cpu_count():
         if comm.is_root:
@@ -102,16 +106,19 @@ def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator:
     """The action for one observation: the most probable (greedy) or one sampled from pi.
 
     Returns an int (discrete actions) or a float32 array (Box actions). Samples with its own
-    generator, so evaluation never moves the global torch RNG that training uses.
+    generator, so evaluation never moves the global torch RNG that training uses. A policy on a GPU
+    computes the distribution there; the action is drawn on the CPU with the same generator.
     """
-    dist, _value = policy.dist(torch.from_numpy(obs).unsqueeze(0))
+    device = next(policy.parameters()).device
+    dist, _value = policy.dist(torch.from_numpy(obs).unsqueeze(0).to(device))
     if getattr(policy, "continuous", False):
         base = dist.base_dist
-        noise = 0.0 if greedy else base.stddev * torch.randn(base.mean.shape, generator=generator)
-        return (base.mean + noise)[0].numpy()
+        mean, std = base.mean.cpu(), base.stddev.cpu()
+        noise = 0.0 if greedy else std * torch.randn(mean.shape, generator=generator)
+        return (mean + noise)[0].numpy()
     if greedy:
         return int(dist.logits.argmax(-1))
-    return int(torch.multinomial(dist.probs, 1, generator=generator))
+    return int(torch.multinomial(dist.probs.cpu(), 1, generator=generator))
 
 
 def generator_for(seed: np.random.SeedSequence) -> torch.Generator:

@@ -48,8 +48,19 @@ class ActorCritic(nn.Module):
     action_shape: tuple = ()
     action_dtype = np.int64
 
-    def dist(self, obs: torch.Tensor):
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """obs (B, ...) -> (distribution parameters (B, ...), value (B,)): the network, without the
+        distribution object (what `--compile` compiles)."""
         raise NotImplementedError
+
+    def distribution(self, out: torch.Tensor):
+        """The action distribution for the first output of forward."""
+        raise NotImplementedError
+
+    def dist(self, obs: torch.Tensor):
+        """(distribution over actions, value (B,))."""
+        out, value = self(obs)
+        return self.distribution(out), value
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, greedy: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -107,10 +118,8 @@ class CnnPolicy(ActorCritic):
         h = self.torso(obs.float().div_(255.0))
         return self.pi(h), self.vf(h).squeeze(-1)
 
-    def dist(self, obs: torch.Tensor) -> tuple[Categorical, torch.Tensor]:
-        """(categorical distribution over actions, value (B,))."""
-        logits, value = self(obs)
-        return Categorical(logits=logits), value
+    def distribution(self, logits: torch.Tensor) -> Categorical:
+        return Categorical(logits=logits)
 
 
 
@@ -130,7 +139,7 @@ class RunningMeanStd(nn.Module):
         """Add a batch x (N, *shape); `allreduce_sum` sums a float64 array over ranks (Comm.sum)."""
         x = x.reshape(-1, *self.sum.shape).astype(np.float64)
         local = np.concatenate([x.sum(0).ravel(), np.square(x).sum(0).ravel(), [len(x)]])
-        total = torch.from_numpy(allreduce_sum(local) if allreduce_sum else local)
+        total = torch.from_numpy(allreduce_sum(local) if allreduce_sum else local).to(self.sum.device)
         n = self.sum.numel()
         self.sum += total[:n].view_as(self.sum)
         self.sumsq += total[n:2 * n].view_as(self.sumsq)
@@ -172,13 +181,16 @@ class MlpPolicy(ActorCritic):
         self.vf = mlp(1, 1.0)
         self.model_type = "mlp"
 
-    def dist(self, obs: torch.Tensor):
-        """obs (B, D) -> (Categorical or diagonal Gaussian, value (B,))."""
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """obs (B, D) -> (logits or Gaussian mean (B, A), value (B,))."""
         z = self.ob_rms.normalize(obs)
-        out, value = self.pi(z), self.vf(z).squeeze(-1)
+        return self.pi(z), self.vf(z).squeeze(-1)
+
+    def distribution(self, out: torch.Tensor):
+        """Categorical (Discrete actions) or diagonal Gaussian with state-independent log-std (Box)."""
         if self.continuous:
-            return Independent(Normal(out, self.logstd.exp().expand_as(out)), 1), value
-        return Categorical(logits=out), value
+            return Independent(Normal(out, self.logstd.exp().expand_as(out)), 1)
+        return Categorical(logits=out)
 
 
 def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84), init: str = "normc") -> nn.Module:

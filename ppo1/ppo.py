@@ -67,29 +67,32 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
            obs: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor,
            returns: torch.Tensor, *, clip: float, lr: float, epochs: int, minibatch: int,
            vf_coef: float, ent_coef: float, adv_norm: str = "batch",
-           max_grad_norm: float = 0.0) -> dict[str, float]:
+           max_grad_norm: float = 0.0, dist_fn=None) -> dict[str, float]:
     """`epochs` passes over the rank's batch in shuffled minibatches of `minibatch` samples.
 
     Each minibatch: loss -> backward -> gradients averaged over ranks -> (global norm clipped to
     `max_grad_norm` if > 0) -> Adam step with step size `lr`. Advantages are standardised over the
     rank's batch (`adv_norm="batch"`, baselines ppo1) or over each minibatch ("minibatch", ppo2).
-    All tensors have the batch first: obs (N, 4, 84, 84) uint8, the rest (N,).
+    All tensors have the batch first: obs (N, 4, 84, 84) uint8, the rest (N,), all on the policy's
+    device (minibatches are indexed there). `dist_fn(obs) -> (distribution, values)` replaces
+    `policy.dist` for the forward pass (the `--compile`d one).
     Returns the mean of each statistic over all minibatches of this rank.
     """
     for group in optimizer.param_groups:
         group["lr"] = lr
     params = [p for p in policy.parameters()]
+    dist_fn = dist_fn or policy.dist
     n = obs.shape[0]
-    totals = torch.zeros(len(STAT_KEYS))
+    totals = torch.zeros(len(STAT_KEYS), device=obs.device)
     count = 0
     for _ in range(epochs):
-        perm = torch.from_numpy(rng.permutation(n))
+        perm = torch.from_numpy(rng.permutation(n)).to(obs.device)
         for start in range(0, n, minibatch):
             idx = perm[start:start + minibatch]
             a = adv[idx]
             if adv_norm == "minibatch":
                 a = (a - a.mean()) / (a.std() + 1e-8)
-            dist, values = policy.dist(obs[idx])
+            dist, values = dist_fn(obs[idx])
             loss, stats = ppo_loss(dist, values, actions[idx], old_logp[idx], a, returns[idx],
                                    clip, vf_coef, ent_coef)
             optimizer.zero_grad(set_to_none=False)

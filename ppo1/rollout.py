@@ -7,6 +7,7 @@ import time
 import numpy as np
 import torch
 
+from ppo1.device import batched_act
 from ppo1.envs import Episode
 
 
@@ -27,11 +28,14 @@ class Segment:
 class Collector:
     """Steps k envs for T steps per call, reusing its buffers; times env and inference separately."""
 
-    def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray):
-        """venv: a VecEnv (VecAtari or VecGym); obs: (k, ...) the envs' current observations (reset or restored)."""
+    def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray,
+                 device: torch.device = torch.device("cpu")):
+        """venv: a VecEnv (VecAtari or VecGym); obs: (k, ...) the envs' current observations (reset or
+        restored); device: where `policy` is (one batched transfer each way per step when not the CPU)."""
         self.venv, self.policy, self.T = venv, policy, horizon
         k = venv.num_envs
         self.obs = obs.copy()  # (k, ...): the next observation
+        self.act = batched_act(policy, device, self.obs)  # (k, ...) -> numpy (actions, logp, values)
         self.seg = Segment(
             obs=np.zeros((horizon, *self.obs.shape), self.obs.dtype),
             actions=np.zeros((horizon, k, *policy.action_shape), policy.action_dtype),
@@ -46,16 +50,13 @@ class Collector:
 
     def collect(self) -> Segment:
         """Run the policy for T steps in every env. Returns the (reused) Segment buffer."""
-        seg, policy = self.seg, self.policy
+        seg = self.seg
         seg.episodes = []
         for t in range(self.T):
             seg.obs[t] = self.obs
             start = time.perf_counter()
-            action, logp, value = policy.act(torch.from_numpy(seg.obs[t]))
+            seg.actions[t], seg.logp[t], seg.values[t] = self.act(seg.obs[t])
             mid = time.perf_counter()
-            seg.actions[t] = action.numpy()
-            seg.logp[t] = logp.numpy()
-            seg.values[t] = value.numpy()
             obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
             self.obs[:] = obs
             seg.episodes.extend(episodes)
@@ -63,6 +64,6 @@ class Collector:
             self.inference_seconds += mid - start
             self.env_seconds += end - mid
         start = time.perf_counter()
-        seg.last_value[:] = policy.act(torch.from_numpy(self.obs))[2].numpy()
+        seg.last_value[:] = self.act(self.obs)[2]
         self.inference_seconds += time.perf_counter() - start
         return seg

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error, checkpoint, runlock
+from ppo1 import device as devices
 from ppo1.advantages import gae
 from ppo1.bounds import check_batch_memory
 from ppo1.config import Config
@@ -72,6 +73,7 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
     aside. Returns the final counters and the process exit code (0, or 128 + signal number).
     """
     threads = configure_threads(config, comm, log)
+    device = devices.setup_rank(config.device, config.deterministic, comm, log)  # the first line: devices
     torch.manual_seed(config.seed * 1000 + comm.rank)
     random.seed(config.seed * 1000 + comm.rank)
     rng = np.random.default_rng(np.random.SeedSequence([config.seed, comm.rank, 2**31 - 1]))
@@ -90,8 +92,8 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
         venv = make_vec_env(config.env_name, config.envs_per_rank, config.seed, comm.rank)
         check_batch_memory(config.timesteps_per_actorbatch, config.envs_per_rank, venv.obs.shape[1:],
                            venv.obs.itemsize, comm.local_size)
-        policy = build(config.model_type, venv.action_space, venv.obs.shape[1:], init=config.init)
-        optimizer = torch.optim.Adam(policy.parameters(), lr=config.optim_stepsize, eps=config.adam_epsilon)
+        policy = build(config.model_type, venv.action_space, venv.obs.shape[1:], init=config.init).to(device)
+        optimizer = devices.make_adam(policy.parameters(), device, config.optim_stepsize, config.adam_epsilon)
         if comm.is_root:
             state, path, problems = checkpoint.load_newest(config.run_dir, resume=True)
             for p in problems:
@@ -118,6 +120,7 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
                 torch.set_rng_state(mine["torch_rng"])
                 rng.bit_generator.state = mine["np_rng"]
                 random.setstate(mine["py_rng"])
+                devices.set_rng_state(device, mine.get("cuda_rng"))
                 if mine["envs"] is not None:
                     obs = venv.set_state(mine["envs"])
             else:
@@ -142,7 +145,8 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
         video = TrainingVideo(config, log=progress.note)
         log = progress.note  # later messages go above the progress bar
     episode_log = EpisodeLog(config.run_dir, comm.rank, warn=log if comm.is_root else None)
-    collector = Collector(venv, policy, T, obs)
+    collector = Collector(venv, policy, T, obs, device)
+    dist_fn = devices.CompiledDist(policy, lambda m: log(m)) if config.compile else None
     update_seconds = 0.0
     start, start_steps, start_iteration = time.time(), timesteps, iteration
 
@@ -150,12 +154,14 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
         """Collective: rank 0 writes a checkpoint of every rank's state. Returns the error, if any."""
         wd.phase = "checkpoint gather"
         ranks = comm.gather({"torch_rng": torch.get_rng_state(), "np_rng": rng.bit_generator.state,
-                             "py_rng": random.getstate(), "envs": venv.get_state()})
+                             "py_rng": random.getstate(), "envs": venv.get_state(),
+                             "cuda_rng": devices.rng_state(device)})
         problem = None
         if comm.is_root:
             try:
                 checkpoint.save(config.run_dir, {
-                    "format": checkpoint.FORMAT, "model": policy.state_dict(), "optimizer": optimizer.state_dict(),
+                    "format": checkpoint.FORMAT, "model": devices.to_cpu(policy.state_dict()),
+                    "optimizer": devices.to_cpu(optimizer.state_dict()),
                     "iteration": iteration, "timesteps": timesteps, "episodes": episodes_total,
                     "recent_returns": [r for r, _ in recent], "recent_lengths": [n for _, n in recent],
                     "num_actions": venv.num_actions, "n_actors": n_actors, "n_ranks": comm.size,
@@ -179,14 +185,15 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
             wd.phase = "gradient allreduce"
             stats = update(
                 policy, optimizer, comm, rng,
-                obs=torch.from_numpy(seg.obs.reshape(N, *seg.obs.shape[2:])),
-                actions=torch.from_numpy(seg.actions.reshape(N, *seg.actions.shape[2:])),
-                old_logp=torch.from_numpy(seg.logp.reshape(N)),
-                adv=torch.from_numpy(standardize(adv.reshape(N)) if config.adv_norm == "batch" else adv.reshape(N)),
-                returns=torch.from_numpy(ret.reshape(N)),
+                obs=torch.from_numpy(seg.obs.reshape(N, *seg.obs.shape[2:])).to(device),  # once per iteration
+                actions=torch.from_numpy(seg.actions.reshape(N, *seg.actions.shape[2:])).to(device),
+                old_logp=torch.from_numpy(seg.logp.reshape(N)).to(device),
+                adv=torch.from_numpy(standardize(adv.reshape(N)) if config.adv_norm == "batch"
+                                     else adv.reshape(N)).to(device),
+                returns=torch.from_numpy(ret.reshape(N)).to(device),
                 clip=config.clip_param(alpha), lr=config.optim_stepsize * alpha, epochs=config.optim_epochs,
                 minibatch=config.optim_batchsize * k, vf_coef=config.vf_coef, ent_coef=config.ent_coef,
-                adv_norm=config.adv_norm, max_grad_norm=config.max_grad_norm)
+                adv_norm=config.adv_norm, max_grad_norm=config.max_grad_norm, dist_fn=dist_fn)
             update_seconds += time.perf_counter() - t0
             iteration += 1
             timesteps += steps_per_iter

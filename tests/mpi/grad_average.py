@@ -1,10 +1,12 @@
 """Run under `mpirun -np 2`: averaged gradients equal the one-process gradient of the union batch,
-ranks stay bit-identical through PPO updates, and the sync check raises when they are not."""
+ranks stay bit-identical through PPO updates, and the sync check raises when they are not.
+Optional argument: the device (default cpu; `cuda` puts policy, data and a fused Adam on the GPU)."""
 import sys
 
 import numpy as np
 import torch
 
+from ppo1.device import make_adam
 from ppo1.distributed import Comm, RanksOutOfSync, parameter_digest
 from ppo1.policies import build
 from ppo1.ppo import ppo_loss, update
@@ -12,6 +14,7 @@ from ppo1.ppo import ppo_loss, update
 comm = Comm.create()
 assert comm.size == 2, comm.size
 torch.set_num_threads(1)
+device = torch.device(sys.argv[1] if len(sys.argv) > 1 else "cpu")
 
 # identical data on every rank: the union batch; rank r owns half r
 g = torch.Generator().manual_seed(0)
@@ -21,9 +24,10 @@ actions = torch.randint(0, 6, (N,), generator=g)
 old_logp = torch.log(torch.full((N,), 1 / 6)) + 0.05 * torch.randn(N, generator=g)
 adv = torch.randn(N, generator=g)
 returns = torch.randn(N, generator=g)
+obs, actions, old_logp, adv, returns = (t.to(device) for t in (obs, actions, old_logp, adv, returns))
 
 torch.manual_seed(100 + comm.rank)          # different init per rank: the broadcast must fix that
-policy = build("small", 6)
+policy = build("small", 6).to(device)
 comm.broadcast_parameters(policy)
 comm.check_synced(policy)
 
@@ -36,8 +40,8 @@ def grads(idx):
     return [p.grad.clone() for p in policy.parameters()]
 
 
-union = grads(torch.arange(N))
-half = torch.arange(comm.rank * N // 2, (comm.rank + 1) * N // 2)
+union = grads(torch.arange(N, device=device))
+half = torch.arange(comm.rank * N // 2, (comm.rank + 1) * N // 2, device=device)
 grads(half)
 comm.average_gradients(list(policy.parameters()))
 for u, p in zip(union, policy.parameters()):
@@ -45,7 +49,7 @@ for u, p in zip(union, policy.parameters()):
     assert p.grad.abs().sum() > 0
 
 # PPO updates on different data per rank keep the ranks bit-identical
-opt = torch.optim.Adam(policy.parameters(), lr=1e-3, eps=1e-5)
+opt = make_adam(policy.parameters(), device, lr=1e-3, eps=1e-5)
 rng = np.random.default_rng(comm.rank)
 before = parameter_digest(policy)
 update(policy, opt, comm, rng, obs[half], actions[half], old_logp[half], adv[half], returns[half],

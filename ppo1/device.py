@@ -1,0 +1,243 @@
+"""Where the policy runs: `--device` parsing and selection, one GPU per local rank, host<->device
+transfers of the rollout, device-free checkpoint state, and `--compile` with its eager fallback.
+
+    spec = parse_device("cuda:1")                 # ("cuda", 1); PPO1Error for anything else
+    dev = select_device("auto", local_rank)       # torch.device: cuda:<local_rank % gpus> or cpu
+    configure(dev, deterministic)                 # cuDNN / cuBLAS settings of --deterministic
+    act = batched_act(policy, dev, example_obs)   # numpy obs (k, ...) -> numpy (actions, logp, values)
+    state = to_cpu(optimizer.state_dict())        # checkpoints hold CPU tensors only
+    forward = compiled_dist(policy, log)          # torch.compile'd training forward, eager on failure
+
+On the CPU nothing here copies or moves anything: the rollout and the update see the same tensors
+as before GPU support existed.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from ppo1 import PPO1Error
+
+DEVICE_KINDS = ("auto", "cpu", "cuda", "cuda:N")
+
+
+def parse_device(text: str) -> tuple[str, int | None]:
+    """`auto`, `cpu`, `cuda` or `cuda:N` as (kind, index or None). Raises PPO1Error for anything else."""
+    if not isinstance(text, str):
+        raise PPO1Error(f"--device={text!r} is invalid: must be one of {', '.join(DEVICE_KINDS)}")
+    t = text.strip().lower()
+    if t in ("auto", "cpu", "cuda"):
+        return t, None
+    if t.startswith("cuda:") and t[5:].isdigit():
+        return "cuda", int(t[5:])
+    raise PPO1Error(f"--device={text!r} is invalid: must be one of {', '.join(DEVICE_KINDS)} "
+                    "(N: a GPU number on this node)")
+
+
+def device_for_rank(text: str, local_rank: int, gpus: int) -> str:
+    """The device rank `local_rank` of a node with `gpus` visible GPUs uses for `--device text`.
+
+    auto: cuda:<local_rank % gpus> when there is a GPU, else cpu. cuda: the same, but an error
+    without a GPU. cuda:N: GPU N on every rank (an error unless N < gpus). cpu: cpu.
+    Returns a torch device string; raises PPO1Error.
+    """
+    kind, index = parse_device(text)
+    if kind == "cpu" or (kind == "auto" and gpus == 0):
+        return "cpu"
+    if gpus == 0:
+        raise PPO1Error(f"--device={text} is invalid here: torch sees no CUDA device "
+                        f"(torch {torch.__version__}, CUDA {torch.version.cuda or 'not built in'}); "
+                        "use --device cpu or auto")
+    if index is None:
+        return f"cuda:{local_rank % gpus}"
+    if index >= gpus:
+        raise PPO1Error(f"--device={text} is invalid on {socket.gethostname()}: it has {gpus} visible "
+                        f"GPU(s), cuda:0 to cuda:{gpus - 1}")
+    return f"cuda:{index}"
+
+
+def cuda_count() -> int:
+    """Visible CUDA devices (0 on a CPU build of torch or without a driver)."""
+    try:
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # a broken driver counts as no GPU
+        return 0
+
+
+def select_device(text: str, local_rank: int) -> torch.device:
+    """The torch.device this rank uses for `--device text` (see device_for_rank). Raises PPO1Error."""
+    return torch.device(device_for_rank(text, local_rank, cuda_count()))
+
+
+def configure(device: torch.device, deterministic: bool) -> None:
+    """Make `device` current; on CUDA with `deterministic`, ask torch for deterministic kernels
+    (cuBLAS workspace, cuDNN deterministic and not benchmarking). Call before any CUDA work."""
+    if device.type != "cuda":
+        return
+    if deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.backends.cudnn.deterministic = deterministic
+    torch.backends.cudnn.benchmark = not deterministic
+    torch.cuda.set_device(device)
+
+
+def describe(device: torch.device) -> str:
+    """e.g. `cpu`, or `cuda:0 (NVIDIA H100 80GB HBM3)`."""
+    if device.type == "cuda":
+        return f"{device} ({torch.cuda.get_device_name(device)})"
+    return str(device)
+
+
+def devices_line(per_rank: list[tuple[str, str]]) -> str:
+    """The console line naming each rank's device, from every rank's (host, description).
+
+    `ppo1: device cpu on all 2 ranks`, or `ppo1: devices: rank 0 cuda:0 (...), rank 1 cuda:1 (...)`,
+    with the host names when the ranks run on more than one host.
+    """
+    hosts = {h for h, _ in per_rank}
+    names = [d for _, d in per_rank]
+    if len(set(names)) == 1 and len(hosts) == 1:
+        return f"ppo1: device {names[0]}" + (f" on all {len(names)} ranks" if len(names) > 1 else "")
+    parts = [f"rank {r} {d}" + (f" on {h}" if len(hosts) > 1 else "") for r, (h, d) in enumerate(per_rank)]
+    return "ppo1: devices: " + ", ".join(parts)
+
+
+def to_cpu(obj: Any) -> Any:
+    """`obj` (a state dict, nested dicts/lists) with every tensor on the CPU; CPU tensors are not copied."""
+    if isinstance(obj, torch.Tensor):
+        return obj.cpu()
+    if isinstance(obj, dict):
+        return {k: to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_cpu(v) for v in obj)
+    return obj
+
+
+def rng_state(device: torch.device) -> torch.Tensor | None:
+    """The CUDA generator state of `device` (the rollout samples actions there), None on the CPU."""
+    return torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+
+
+def set_rng_state(device: torch.device, state: torch.Tensor | None) -> None:
+    """Restore a state from rng_state, when both the checkpoint and this run are on CUDA."""
+    if device.type == "cuda" and state is not None:
+        torch.cuda.set_rng_state(state, device)
+
+
+def make_adam(params, device: torch.device, lr: float, eps: float) -> torch.optim.Adam:
+    """Adam with the parameters' state on `device`: fused kernels on CUDA, torch's default on the CPU."""
+    if device.type == "cuda":
+        return torch.optim.Adam(params, lr=lr, eps=eps, fused=True)
+    return torch.optim.Adam(params, lr=lr, eps=eps)
+
+
+def batched_act(policy, device: torch.device, obs: np.ndarray) -> Callable[[np.ndarray], tuple]:
+    """A function from the k envs' observations (k, ...) (shape and dtype as `obs`) to numpy
+    (actions (k, ...), log-probs (k,), values (k,)), running `policy.act` on `device`.
+
+    CPU: the observations are used in place (torch.from_numpy), as before. CUDA: they are copied
+    into a pinned host buffer and sent as one non-blocking copy; actions, log-probs and values
+    come back packed in one float64 tensor (exact for int64 actions < 2**53 and float32 values),
+    one transfer per step.
+    """
+    if device.type == "cpu":
+        def act_cpu(o: np.ndarray) -> tuple:
+            action, logp, value = policy.act(torch.from_numpy(o))
+            return action.numpy(), logp.numpy(), value.numpy()
+        return act_cpu
+
+    pinned = torch.empty(obs.shape, dtype=torch.from_numpy(obs[:0]).dtype).pin_memory()
+    host = pinned.numpy()
+    k = obs.shape[0]
+    action_shape = tuple(policy.action_shape)
+    action_dtype = np.dtype(policy.action_dtype)
+    a_width = int(np.prod(action_shape)) if action_shape else 1
+
+    def act_device(o: np.ndarray) -> tuple:
+        host[...] = o  # the previous step's transfer back has completed, so the buffer is free
+        action, logp, value = policy.act(pinned.to(device, non_blocking=True))
+        packed = torch.cat([action.reshape(k, a_width).double(), logp.reshape(k, 1).double(),
+                            value.reshape(k, 1).double()], dim=1).cpu().numpy()  # (k, A + 2)
+        actions = packed[:, :a_width].astype(action_dtype).reshape(k, *action_shape)
+        return actions, packed[:, a_width].astype(np.float32), packed[:, a_width + 1].astype(np.float32)
+    return act_device
+
+
+class CompiledDist:
+    """`policy.dist` for the update with the network's forward (and so its backward) under torch.compile.
+
+    torch.compile compiles lazily and needs a C compiler then (Inductor). The first call therefore
+    runs one trial forward and backward (gradients discarded) so that both are compiled there; any
+    failure (no compiler, a backend error) switches to the eager forward for the rest of the run,
+    with one notice through `log`. Nothing is lost: the trial has no effect on parameters or
+    gradients. Each rank decides for itself; gradients are averaged over ranks whichever path
+    computed them, so the ranks stay in sync.
+    """
+
+    def __init__(self, policy, log: Callable[[str], None] = print, backend: str = "inductor"):
+        self.policy, self.log = policy, log
+        self.compiled = torch.compile(policy, backend=backend)
+        self.state = "untried"  # -> "compiled" or "failed"
+
+    def _trial(self, obs: torch.Tensor) -> None:
+        out, value = self.compiled(obs)
+        params = [p for p in self.policy.parameters() if p.requires_grad]
+        torch.autograd.grad(out.sum() + value.sum(), params, allow_unused=True)
+
+    def __call__(self, obs: torch.Tensor):
+        if self.state == "untried":
+            self._attempt(self._trial, obs)
+        if self.state == "compiled":  # a new minibatch size recompiles: that may fail too
+            result = self._attempt(self.compiled, obs)
+            if result is not None:
+                out, value = result
+                return self.policy.distribution(out), value
+        return self.policy.dist(obs)
+
+    def _attempt(self, fn: Callable, obs: torch.Tensor):
+        """fn(obs), marking the state compiled; on any error, failed (with the notice) and None."""
+        try:
+            result = fn(obs)
+            self.state = "compiled"
+            return result
+        except Exception as e:  # noqa: BLE001 -- any compile or backend error: go eager
+            self.state = "failed"
+            self.log(f"ppo1: --compile: torch.compile failed ({_root_cause(e)}); "
+                     "training goes on with the eager forward")
+            return None
+
+
+def _root_cause(e: BaseException) -> str:
+    """`Type: first line` of the innermost exception behind `e` (dynamo wraps backend errors)."""
+    for _ in range(10):
+        inner = getattr(e, "inner_exception", None) or e.__cause__
+        if not isinstance(inner, BaseException) or inner is e:
+            break
+        e = inner
+    first = (str(e).strip().splitlines() or [""])[0]
+    return f"{type(e).__name__}: {first[:200]}" if first else type(e).__name__
+
+
+def host_name() -> str:
+    return socket.gethostname()
+
+
+def setup_rank(spec: str, deterministic: bool, comm, log: Callable[[str], None] = print) -> torch.device:
+    """Collective: every rank selects and configures its device for `--device spec`; a bad or
+    unavailable device on any rank raises PPO1Error on every rank. Rank 0 then logs the line naming
+    each rank's device. Returns this rank's torch.device."""
+    error, device = None, None
+    try:
+        device = select_device(spec, comm.local_rank)
+        configure(device, deterministic)
+    except PPO1Error as e:
+        error = e
+    comm.agree(error)
+    per_rank = comm.gather((host_name(), describe(device)))
+    if comm.is_root:
+        log(devices_line(per_rank))
+    return device
