@@ -198,6 +198,10 @@ class EpisodeLog:
         if warn is None:
             def warn(message: str) -> None:
                 print(f"{message} (rank {rank})", file=sys.stderr, flush=True)
+        try:  # rank 0 made the run directory, but a rank on another host (no shared disk) makes its own
+            os.makedirs(run_dir, exist_ok=True)
+        except OSError:
+            pass  # the append below reports the problem in plain words
         self._file = AppendFile(path, _csv_line(["return", "length", "time", "timesteps"]), warn=warn)
         self._file.append(b"")  # the header, now
 
