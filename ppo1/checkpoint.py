@@ -21,7 +21,7 @@ from typing import Any, Callable
 import torch
 
 from ppo1 import PPO1Error
-from ppo1.config import Config
+from ppo1.config import Config, without_legacy_keys
 from ppo1.safeio import cause
 
 LATEST = "latest.pt"
@@ -226,6 +226,7 @@ def config_from_data(data: object, where: str) -> Config:
     `where` for anything but an object of known fields, each of its field's type, with valid values."""
     if not isinstance(data, dict):
         raise PPO1Error(f"{where} does not hold a JSON object of settings")
+    data = without_legacy_keys(data)
     kinds = {f.name: type(getattr(Config(), f.name)) for f in dataclasses.fields(Config)}
     unknown = sorted(set(data) - set(kinds))
     if unknown:

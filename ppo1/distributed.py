@@ -22,6 +22,18 @@ import torch
 from ppo1 import PPO1Error
 
 
+# What MPI launchers (mpich/hydra, Open MPI, PMIx) put in the environment of each process they start.
+LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+
+
+def launcher_rank() -> int | None:
+    """This process's rank as the MPI launcher tells it, before MPI is initialised; None without a launcher."""
+    for var in LAUNCHER_RANK_VARS:
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return None
+
+
 class RanksOutOfSync(PPO1Error):
     """Ranks hold different parameters: gradients were not averaged identically."""
 
@@ -49,7 +61,7 @@ class Comm:
         try:
             from mpi4py import MPI
         except ImportError:
-            if any(k in os.environ for k in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")):
+            if any(k in os.environ for k in LAUNCHER_RANK_VARS):
                 raise PPO1Error("started under mpirun but mpi4py cannot be imported; "
                                 "install it with `pip install mpi4py mpich`") from None
             return cls(None)
