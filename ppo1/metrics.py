@@ -29,6 +29,18 @@ PROGRESS_COLUMNS = (
 TIMERS = ("env", "inference", "update", "comm")  # Profile names: progress.csv's time_<name> columns
 
 
+def cumulative_seconds(elapsed: Iterable[float]) -> list[float]:
+    """The time_elapsed column of successive progress.csv rows made cumulative: a resumed run's
+    process restarts its clock, so each drop starts a new segment on top of the previous one's end."""
+    out, offset, last = [], 0.0, 0.0
+    for t in elapsed:
+        if t < last:  # a new process: its clock restarted
+            offset += last
+        last = t
+        out.append(offset + t)
+    return out
+
+
 class Profile:
     """Named wall-clock timers that add up over a run: `env` (stepping games), `inference` (the
     rollout's forward passes), `update` (the PPO epochs), `comm` (inside gradient allreduces)."""
