@@ -81,3 +81,11 @@ def test_clip_is_annealed_unless_anneal_clip_is_off():
 def test_new_knobs_refuse_bad_values(field, value):
     with pytest.raises(PPO1Error, match=field):
         dataclasses.replace(Config(), **{field: value}).validate()
+
+
+def test_every_field_has_a_row_in_the_readme_flag_tables():
+    import os
+    import re
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
+    rows = set(re.findall(r"^\| `--(\w+)", readme, re.M))
+    assert [f.name for f in dataclasses.fields(Config) if f.name not in rows] == []
