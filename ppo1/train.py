@@ -93,8 +93,9 @@ class Trainer:
                 seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
                                                   cfg.gamma, cfg.lam)            # GAE(lambda), TD(lambda)
                 stats = self.update(seg, hp)                                     # epochs x minibatches
+                reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
                 self.record(seg, stats, hp)                                      # progress.csv, console, TB
-                final = self.maybe_save(self.stop_reason(stop))                 # every save_interval, last
+                final = self.maybe_save(reason)                                  # every save_interval, last
                 wd.beat()
                 if final:
                     break
