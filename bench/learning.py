@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 import csv
 import os
-import shutil
 import subprocess
 import sys
 import time
 
+from ppo1.distributed import mpirun_command
+from ppo1.metrics import cumulative_seconds
 from ppo1.plot import plot
 
 # name -> (env id, ranks, envs per rank, default env_steps, extra flags). Hyperparameters not given
@@ -31,13 +32,8 @@ BENCHMARKS = {
 
 
 def _mpirun(np_: int) -> list[str]:
-    here = os.path.join(os.path.dirname(sys.executable), "mpirun")
-    exe = here if os.path.exists(here) else shutil.which("mpirun")
-    if np_ == 1 or exe is None:
-        return []
-    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
-    extra = ["--oversubscribe", "--allow-run-as-root"] if "Open MPI" in version else []
-    return [exe, *extra, "-np", str(np_)]
+    """The mpirun prefix for np_ ranks; none for one rank or where there is no mpirun."""
+    return (mpirun_command(np_) or []) if np_ > 1 else []
 
 
 def summarize(progress_csv: str) -> dict:
@@ -47,14 +43,7 @@ def summarize(progress_csv: str) -> dict:
     if not rows:
         raise SystemExit(f"bench.learning: {progress_csv} has no iteration yet")
     last = rows[-1]
-    # time_elapsed restarts on every resume: add up the segments
-    wall, previous = 0.0, 0.0
-    for row in rows:
-        t = float(row["time_elapsed"])
-        if t < previous:
-            wall += previous
-        previous = t
-    wall += previous
+    wall = cumulative_seconds(float(row["time_elapsed"]) for row in rows)[-1]  # over every resume
     return {"steps": int(last["timesteps"]), "hours": wall / 3600, "ret100": float(last["ep_return_mean"]),
             "episodes": int(last["episodes"]), "sps": int(last["timesteps"]) / max(wall, 1e-9)}
 

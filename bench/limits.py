@@ -64,19 +64,20 @@ def train_sps(model_type: str, num_actions: int, samples: int, minibatch: int, s
     (fwd + bwd + Adam per minibatch; a single-process Comm, so no allreduce)."""
     from ppo1.distributed import Comm
     from ppo1.policies import build
-    from ppo1.ppo import update
+    from ppo1.ppo import Hyper, update
+    from ppo1.rollout import Batch
 
     policy = build(model_type, num_actions)
     opt = torch.optim.Adam(policy.parameters(), lr=2.5e-4, eps=1e-5)
     comm, rng = Comm(None), np.random.default_rng(0)
-    data = dict(obs=torch.randint(0, 256, (samples, 4, 84, 84), dtype=torch.uint8),
-                actions=torch.randint(0, num_actions, (samples,)),
-                old_logp=torch.full((samples,), -float(np.log(num_actions))),
-                adv=torch.randn(samples), returns=torch.randn(samples))
+    batch = Batch(obs=torch.randint(0, 256, (samples, 4, 84, 84), dtype=torch.uint8),
+                  actions=torch.randint(0, num_actions, (samples,)),
+                  logp=torch.full((samples,), -float(np.log(num_actions))),
+                  adv=torch.randn(samples), returns=torch.randn(samples), rng=rng)
+    hp = Hyper(clip=0.1, lr=2.5e-4, epochs=1, minibatch=minibatch, vf_coef=1.0, ent_coef=0.01)
 
     def epoch():
-        update(policy, opt, comm, rng, **data, clip=0.1, lr=2.5e-4, epochs=1, minibatch=minibatch,
-               vf_coef=1.0, ent_coef=0.01)
+        update(policy, opt, comm, batch, hp)
 
     epoch()
     calls, elapsed = _timed(epoch, seconds, min_calls=2)

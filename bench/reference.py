@@ -116,11 +116,12 @@ def run_sb3(config, steps: int, seed: int, out: str) -> dict:
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
     from stable_baselines3.common.vec_env import VecFrameStack
 
+    from ppo1.device import cpu_count
     from ppo1.policies import CnnPolicy, normc_
 
     gymnasium.register_envs(ale_py)
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(cpu_count())
 
     class Torso(BaseFeaturesExtractor):
         """ppo1's CNN torso (small or large), initialised as ppo1 initialises it."""

@@ -85,23 +85,12 @@ PRESETS = {
 }
 
 
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
 def mpirun(ranks: int) -> list[str]:
-    """The venv's mpirun (the mpich wheel) or the system's, with Open MPI's flags when it is Open MPI."""
-    here = os.path.join(os.path.dirname(sys.executable), "mpirun")
-    exe = here if os.path.exists(here) else shutil.which("mpirun") or shutil.which("mpiexec")
-    if exe is None:
+    """ppo1's mpirun command (ppo1.distributed.mpirun_command); an error where there is none."""
+    from ppo1.distributed import mpirun_command
+    cmd = mpirun_command(ranks)
+    if cmd is None:
         raise SystemExit("bench.throughput: error: no mpirun found (pip install mpich mpi4py)")
-    cmd = [exe, "-np", str(ranks)]
-    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
-    if "Open MPI" in version or "OpenRTE" in version:
-        cmd[1:1] = ["--oversubscribe", "--allow-run-as-root"]
     return cmd
 
 
@@ -345,9 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from bench.limits import ideal_sps
+    from ppo1 import device as devices
 
     workdir = tempfile.mkdtemp(prefix="ppo1-bench-")
-    report = {"env_name": args.env_name, "cores": cores(), "torch": torch.__version__, "warmup": args.warmup,
+    report = {"env_name": args.env_name, "cores": devices.cpu_count(), "torch": torch.__version__, "warmup": args.warmup,
               "iterations": args.iterations, "load_start": os.getloadavg(), "runs": [], "comparisons": []}
     try:
         by_name: dict[str, dict] = {}

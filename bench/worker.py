@@ -25,14 +25,15 @@ from ppo1.distributed import Comm
 
 class TimedComm(Comm):
     """A Comm that notes (wall clock, cumulative allreduce seconds) each time train() averages its
-    per-iteration statistics, i.e. once per iteration: the per-rank split of the timed window."""
+    per-iteration statistics (Comm.mean_of calls mean once), i.e. once per iteration: the per-rank
+    split of the timed window."""
 
     def __init__(self, mpi_comm=None):
         super().__init__(mpi_comm)
         self.marks: list[tuple[float, float]] = []
 
     def mean(self, x: np.ndarray) -> np.ndarray:
-        self.marks.append((time.perf_counter(), self.seconds))
+        self.marks.append((time.perf_counter(), self.profile.seconds["comm"]))
         return super().mean(x)
 
 
@@ -48,15 +49,13 @@ def _window(marks: list[tuple[float, float]], warmup: int, iterations: int) -> d
 def allreduce_transfer_seconds(comm: Comm, reps: int = 50) -> float | None:
     """Median seconds of one gradient allreduce with every rank already waiting (a barrier first), on
     a buffer the size of the gradients: the transfer alone, without waiting for a slower rank."""
-    flat = getattr(comm, "_flat", None)  # the gradient buffer Comm reuses across minibatches
-    if comm.size == 1 or flat is None:
+    if comm.size == 1 or comm.gradient_size == 0:
         return None
-    from mpi4py import MPI
-    buf, times = np.zeros(flat.numel(), np.float32), []
+    buf, times = np.zeros(comm.gradient_size, np.float32), []
     for i in range(reps + 5):
-        comm._comm.Barrier()
+        comm.barrier()
         start = time.perf_counter()
-        comm._comm.Allreduce(MPI.IN_PLACE, buf, op=MPI.SUM)
+        comm.allreduce_sum_(buf)
         if i >= 5:
             times.append(time.perf_counter() - start)
     return float(np.median(times))
@@ -86,7 +85,7 @@ def main(argv: list[str]) -> int:
         "peak_rss_mb": usage.ru_maxrss / 1024.0,  # Linux: kilobytes
         "cpu_seconds": usage.ru_utime + usage.ru_stime, "wall_seconds": wall,
         "involuntary_switches": usage.ru_nivcsw, "torch_threads": torch.get_num_threads(),
-        "comm_seconds": comm.seconds, "allreduce_transfer_seconds": transfer, **_window(comm.marks, spec["warmup"], spec["iterations"]),
+        "comm_seconds": comm.profile.seconds["comm"], "allreduce_transfer_seconds": transfer, **_window(comm.marks, spec["warmup"], spec["iterations"]),
     }
     ranks = comm.gather(mine)
     if comm.is_root:

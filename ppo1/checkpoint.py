@@ -8,6 +8,7 @@ code from a checkpoint is ever run.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import errno
@@ -15,18 +16,22 @@ import glob
 import io
 import json
 import os
+import random
 import re
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 from ppo1 import PPO1Error
-from ppo1.config import Config
+from ppo1 import device as devices
+from ppo1.config import Config, without_legacy_keys
 from ppo1.safeio import cause
 
 LATEST = "latest.pt"
 CONFIG = "config.json"
 FORMAT = 1
+RECENT = 100  # the mean return and length reported are over the last RECENT real games (all ranks)
 
 
 class CheckpointWriteError(OSError):
@@ -90,14 +95,14 @@ def list_checkpoints(run_dir: str) -> list[str]:
     return [p for _, p in sorted(found, reverse=True)]
 
 
-def save(run_dir: str, state: dict, config: Config, keep: int = 3) -> str:
-    """Write config.json, then state as ckpt-<iteration>.pt, point latest.pt at it, keep the newest `keep`.
+def save(run_dir: str, state: TrainState, config: Config, keep: int = 3) -> str:
+    """Write config.json, then `state` as ckpt-<iteration>.pt, point latest.pt at it, keep the newest `keep`.
 
     Returns the checkpoint's path. Raises CheckpointWriteError (naming the file and the cause in
     plain words) if any of these files cannot be written; the previous checkpoint is then still
     the newest, untouched.
     """
-    path = checkpoint_path(run_dir, state["iteration"])
+    path = checkpoint_path(run_dir, state.iteration)
     target = os.path.join(run_dir, CONFIG)
     try:
         os.makedirs(run_dir, exist_ok=True)
@@ -105,7 +110,7 @@ def save(run_dir: str, state: dict, config: Config, keep: int = 3) -> str:
         if _read_bytes(target) != text:  # unchanged (the usual case): nothing to write
             atomic_write(target, lambda f: f.write(text))
         buffer = io.BytesIO()
-        torch.save(state, buffer)  # in memory first: a failed write then raises OSError with its errno
+        torch.save(state.to_checkpoint(), buffer)  # in memory first: a failed write then raises OSError with its errno
         data = buffer.getbuffer()
         target = path
         atomic_write(path, lambda f: f.write(data))
@@ -132,6 +137,97 @@ def save(run_dir: str, state: dict, config: Config, keep: int = 3) -> str:
         except OSError:
             pass
     return path
+
+
+@dataclasses.dataclass
+class RankState:
+    """One rank's random generators and games: what a resume on the same number of ranks restores."""
+
+    torch_rng: torch.Tensor
+    np_rng: dict                       # numpy Generator.bit_generator.state (shuffles the minibatches)
+    py_rng: Any                        # random.getstate()
+    envs: Any                          # VecEnv.get_state(): emulator states, frame stacks, episode counters
+    cuda_rng: torch.Tensor | None = None  # the CUDA generator where actions are sampled on a GPU
+
+    @classmethod
+    def capture(cls, rng: np.random.Generator, venv, device: torch.device) -> "RankState":
+        return cls(torch.get_rng_state(), rng.bit_generator.state, random.getstate(), venv.get_state(),
+                   devices.rng_state(device))
+
+    def restore(self, rng: np.random.Generator, venv, device: torch.device) -> np.ndarray | None:
+        """Put the generators and games back. Returns the envs' observations, None if none were saved."""
+        torch.set_rng_state(self.torch_rng)
+        rng.bit_generator.state = self.np_rng
+        random.setstate(self.py_rng)
+        devices.set_rng_state(device, self.cuda_rng)
+        return venv.set_state(self.envs) if self.envs is not None else None
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # no deep copies
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RankState":
+        return cls(data["torch_rng"], data["np_rng"], data["py_rng"], data["envs"], data.get("cuda_rng"))
+
+
+@dataclasses.dataclass
+class TrainState:
+    """Everything a checkpoint holds, and the only code that knows how it is laid out on disk.
+
+    A checkpoint is the dict of `to_checkpoint()` (format FORMAT), saved with torch.save. `model`,
+    `config` (Config.to_dict()), the counters and the action/actor counts are in every checkpoint
+    (play and movie need them); a training resumes from the rest as well (`resumable`).
+    """
+
+    model: dict                        # state dict, CPU tensors
+    config: dict                       # Config.to_dict() of the run
+    num_actions: int
+    n_actors: int                      # ranks x envs_per_rank
+    iteration: int = 0
+    timesteps: int = 0                 # agent steps over all actors
+    episodes: int = 0                  # real games finished over all actors
+    recent: collections.deque = dataclasses.field(default_factory=lambda: collections.deque(maxlen=RECENT))
+    optimizer: dict | None = None      # state dict, CPU tensors
+    n_ranks: int | None = None
+    ranks: list[dict] | None = None    # RankState.to_dict() of every rank, in rank order
+
+    def to_checkpoint(self) -> dict:
+        """The dict saved on disk (keys of format FORMAT; the parts that are None are left out)."""
+        data = {"format": FORMAT, "model": self.model, "optimizer": self.optimizer, "iteration": self.iteration,
+                "timesteps": self.timesteps, "episodes": self.episodes,
+                "recent_returns": [r for r, _ in self.recent], "recent_lengths": [n for _, n in self.recent],
+                "num_actions": self.num_actions, "n_actors": self.n_actors, "n_ranks": self.n_ranks,
+                "config": self.config, "ranks": self.ranks}
+        return {k: v for k, v in data.items() if v is not None}
+
+    @classmethod
+    def from_checkpoint(cls, data: Any, path: str, resume: bool = False) -> "TrainState":
+        """A TrainState from a loaded checkpoint dict. Raises PPO1Error (naming `path`) unless it is a
+        ppo1 checkpoint of format FORMAT with what play and movie need, and, with `resume`, all that
+        a training resumes from."""
+        if not isinstance(data, dict) or data.get("format") != FORMAT or "model" not in data:
+            raise PPO1Error(f"checkpoint {path} is not a ppo1 checkpoint (format {FORMAT})")
+        _check_keys(data, path, _REQUIRED)
+        config_from_data(data["config"], f"checkpoint {path}")
+        if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in data["model"].items()):
+            raise PPO1Error(f"checkpoint {path} is corrupt: 'model' does not map names to tensors")
+        if resume:
+            _check_resumable(data, path)
+        recent = zip(data.get("recent_returns", []), data.get("recent_lengths", []))
+        return cls(model=data["model"], config=data["config"], num_actions=data["num_actions"],
+                   n_actors=data["n_actors"], iteration=data["iteration"], timesteps=data["timesteps"],
+                   episodes=data.get("episodes", 0), recent=collections.deque(recent, maxlen=RECENT),
+                   optimizer=data.get("optimizer"), n_ranks=data.get("n_ranks"), ranks=data.get("ranks"))
+
+    def rank(self, r: int) -> RankState:
+        """Rank r's saved generators and games."""
+        return RankState.from_dict(self.ranks[r])
+
+    def record(self, log) -> None:
+        """The run's counters and the last RECENT games' mean return and length, into a metrics.Recorder."""
+        log.record(iteration=self.iteration, timesteps=self.timesteps, episodes=self.episodes,
+                   ep_return_mean=float(np.mean([r for r, _ in self.recent])) if self.recent else float("nan"),
+                   ep_length_mean=float(np.mean([n for _, n in self.recent])) if self.recent else float("nan"))
 
 
 # Keys every checkpoint holds, with their types (play and movie need these) ...
@@ -167,28 +263,23 @@ def _check_keys(state: dict, path: str, keys: dict) -> None:
             raise PPO1Error(f"checkpoint {path} is corrupt: {key!r} is {value}, must be >= 0")
 
 
-def load(path: str) -> dict:
+def load(path: str, resume: bool = False) -> TrainState:
     """Load one checkpoint safely (weights_only). Raises PPO1Error if missing, truncated or corrupt,
-    or if it lacks a key play and movie need (or has one of the wrong type)."""
+    or if it lacks a key play and movie need (or has one of the wrong type); with `resume`, also
+    if it lacks what a training resumes from."""
     if not os.path.lexists(path):
         raise PPO1Error(f"no checkpoint at {path}")
     if not os.path.exists(path):
         raise PPO1Error(f"checkpoint {path} is a dangling link (to {os.readlink(path)})")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated zip, bad pickle, forbidden global, a directory ...
         raise PPO1Error(f"checkpoint {path} is corrupt or unreadable: {_torch_reason(e)}") from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT or "model" not in state:
-        raise PPO1Error(f"checkpoint {path} is not a ppo1 checkpoint (format {FORMAT})")
-    _check_keys(state, path, _REQUIRED)
-    config_from_data(state["config"], f"checkpoint {path}")
-    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state["model"].items()):
-        raise PPO1Error(f"checkpoint {path} is corrupt: 'model' does not map names to tensors")
-    return state
+    return TrainState.from_checkpoint(data, path, resume)
 
 
-def check_resumable(state: dict, path: str) -> None:
-    """Raise PPO1Error unless a checkpoint holds all a training needs to resume (keys and types)."""
+def _check_resumable(state: dict, path: str) -> None:
+    """Raise PPO1Error unless a checkpoint dict holds all a training needs to resume (keys and types)."""
     _check_keys(state, path, _RESUME)
     if len(state["ranks"]) != state["n_ranks"] or not all(isinstance(r, dict) for r in state["ranks"]):
         raise PPO1Error(f"checkpoint {path} is corrupt: 'ranks' does not hold one dict per rank")
@@ -196,24 +287,21 @@ def check_resumable(state: dict, path: str) -> None:
         raise PPO1Error(f"checkpoint {path} is corrupt: 'recent_returns' and 'recent_lengths' differ in length")
 
 
-def load_newest(run_dir: str, resume: bool = False) -> tuple[dict | None, str | None, list[str]]:
+def load_newest(run_dir: str, resume: bool = False) -> tuple[TrainState | None, str | None, list[str]]:
     """The newest loadable checkpoint of a run directory.
 
     Tries latest.pt, then the numbered checkpoints newest first. Returns (state, path, problems):
     state and path are None when the directory holds no checkpoint at all; `problems` lists the
     files that could not be loaded. Raises PPO1Error when checkpoints exist but none loads (a
     dangling latest.pt counts as a checkpoint that does not load). With `resume`, a checkpoint that
-    lacks what a training resumes from (check_resumable) does not load either.
+    lacks what a training resumes from does not load either.
     """
     candidates = [os.path.join(run_dir, LATEST)] + list_checkpoints(run_dir)
     candidates = [p for p in candidates if os.path.lexists(p)]
     problems = []
     for path in candidates:
         try:
-            state = load(path)
-            if resume:
-                check_resumable(state, path)
-            return state, path, problems
+            return load(path, resume), path, problems
         except PPO1Error as e:
             problems.append(str(e))
     if problems:
@@ -226,6 +314,7 @@ def config_from_data(data: object, where: str) -> Config:
     `where` for anything but an object of known fields, each of its field's type, with valid values."""
     if not isinstance(data, dict):
         raise PPO1Error(f"{where} does not hold a JSON object of settings")
+    data = without_legacy_keys(data)
     kinds = {f.name: type(getattr(Config(), f.name)) for f in dataclasses.fields(Config)}
     unknown = sorted(set(data) - set(kinds))
     if unknown:
@@ -270,16 +359,16 @@ def load_config(run_dir: str) -> Config:
     return config_from_data(data, path)
 
 
-def validate(state: dict, config: Config, num_actions: int, n_actors: int) -> None:
+def validate(state: TrainState, config: Config, num_actions: int, n_actors: int) -> None:
     """Raise PPO1Error if a checkpoint does not belong to this game, model or number of actors."""
-    saved = config_from_data(state["config"], "checkpoint").to_dict()
+    saved = config_from_data(state.config, "checkpoint")
     path = "checkpoint"
-    if saved["env_name"] != config.env_name:
-        raise PPO1Error(f"{path} was trained on {saved['env_name']}, not {config.env_name}")
-    if saved["model_type"] != config.model_type:
-        raise PPO1Error(f"{path} holds a {saved['model_type']!r} model, not --model_type={config.model_type}")
-    if state["num_actions"] != num_actions:
-        raise PPO1Error(f"{path} has {state['num_actions']} actions, {config.env_name} has {num_actions}")
-    if n_actors and state["n_actors"] != n_actors:
-        raise PPO1Error(f"{path} was trained with {state['n_actors']} actors (ranks x envs_per_rank), "
+    if saved.env_name != config.env_name:
+        raise PPO1Error(f"{path} was trained on {saved.env_name}, not {config.env_name}")
+    if saved.model_type != config.model_type:
+        raise PPO1Error(f"{path} holds a {saved.model_type!r} model, not --model_type={config.model_type}")
+    if state.num_actions != num_actions:
+        raise PPO1Error(f"{path} has {state.num_actions} actions, {config.env_name} has {num_actions}")
+    if n_actors and state.n_actors != n_actors:
+        raise PPO1Error(f"{path} was trained with {state.n_actors} actors (ranks x envs_per_rank), "
                         f"this run has {n_actors}")

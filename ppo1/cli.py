@@ -15,51 +15,6 @@ from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
 from ppo1.config import ADV_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRESETS, VECTOR_DEFAULTS, Config
 
-_HELP = {
-    "env_name": "gymnasium Atari id: <Game>NoFrameskip-v4 (DeepMind preprocessing) or ALE/<Game>-v5",
-    "env_steps": "agent steps to train for, summed over all actors (1 step = 4 frames); alpha anneals over it",
-    "timesteps_per_actorbatch": "horizon T: steps per actor (env) per iteration",
-    "gamma": "discount factor, in (0, 1]",
-    "lam": "GAE lambda, in [0, 1]",
-    "epsilon": "PPO clip parameter at the start; annealed linearly to 0",
-    "ent_coef": "entropy bonus coefficient c2",
-    "vf_coef": "value loss coefficient c1",
-    "optim_epochs": "epochs over each iteration's batch",
-    "optim_stepsize": "Adam step size at the start; annealed linearly to 0",
-    "optim_batchsize": "minibatch samples per actor (x actors = the global minibatch)",
-    "adam_epsilon": "Adam epsilon",
-    "seed": "random seed; each env is seeded from (seed, rank, env index)",
-    "model_type": "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN) or mlp (2x64 tanh, "
-                  "for vector observations; the default there)",
-    "model_name": "name of the run: its files live in checkpoint_dir/model_name/",
-    "checkpoint_dir": "directory holding one sub-directory per run",
-    "asset_dir": "directory for videos and plots (asset_dir/model_name/)",
-    "video_interval": "train: every N iterations rank 0 records one evaluation game into run_dir/videos/ "
-                      "(the other ranks wait meanwhile); 0 = no videos",
-    "video_max_frames": "train: a video is cut after this many emulator frames (60 per second of game)",
-    "envs_per_rank": "envs stepped together by each MPI rank (actors = ranks x envs_per_rank)",
-    "save_interval": "iterations between checkpoints (one is always written at the end)",
-    "sync_check_interval": "iterations between checks that all ranks hold identical parameters",
-    "num_threads": "torch threads per rank; 0 = cores available divided by the ranks on the node",
-    "keep_checkpoints": "numbered checkpoints to keep (latest.pt always points at the newest)",
-    "deterministic": "1 torch thread per rank and deterministic kernels, so a resumed run is bit-identical",
-    "preset": "hyperparameter family applied to every flag not given: paper (PPO paper, Table 5), baselines "
-              "(baselines ppo1 run_atari.py), cleanrl (CleanRL/ppo2 Atari), fast (fewest minutes to win Pong "
-              "on 2 cores); vector-observation envs use mujoco (baselines run_mujoco)",
-    "init": "weight initialisation: normc (baselines ppo1) or orthogonal (ppo2, CleanRL, SB3)",
-    "adv_norm": "standardise advantages over the rank's batch (baselines ppo1) or each minibatch (ppo2)",
-    "max_grad_norm": "clip the global gradient norm to this after averaging over ranks; 0 = off",
-    "anneal_clip": "anneal the clip parameter linearly with alpha (the paper) or keep it constant",
-    "watchdog_timeout": "train: seconds without a finished iteration (a lost host, a rank stuck in a collective) "
-                        "after which every rank prints where it waited and ends the job (exit status 3); "
-                        "-1 = max(10 x median iteration time, 300 s), 0 = off",
-    "device": "auto (a GPU when torch sees one, else the CPU), cpu, cuda or cuda:N; under mpirun each rank "
-              "takes GPU local_rank %% GPUs on its node, cuda:N pins GPU N; may differ on resume",
-    "compile": "torch.compile the training forward/backward (needs a C compiler at run time; falls back "
-               "to eager with a notice if compiling fails)",
-}
-
-
 def _whole(text: str) -> int:
     """An int flag that also takes 1e6 or 10_000_000."""
     try:
@@ -79,19 +34,12 @@ def _count(text: str) -> int:
     return value
 
 
-def _launcher_rank() -> int:
-    """This process's rank as the MPI launcher tells it, before MPI is initialised (0 if none)."""
-    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return 0
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error, printed by rank 0 only."""
 
     def error(self, message: str):
-        if _launcher_rank() == 0:
+        from ppo1.distributed import launcher_rank  # torch loads only when a flag is wrong
+        if (launcher_rank() or 0) == 0:
             print(f"ppo1: error: {message} (see --help)", file=sys.stderr, flush=True)
         sys.exit(2)
 
@@ -145,16 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train a policy, play games with the newest checkpoint, record a video of one, "
                         "or plot learning curves")
     defaults = Config()
-    for f in dataclasses.fields(Config):
-        if f.name not in _HELP:
-            continue
+    for f in dataclasses.fields(Config):  # each field's help is in its metadata (config.setting)
         default = getattr(defaults, f.name)
         kind = type(default)
         kwargs = {"type": _whole if kind is int else kind, "default": argparse.SUPPRESS,
-                  "help": f"{_HELP[f.name]} (default: {default})"}
+                  "help": f"{f.metadata['help']} (default: {default})"}
         if kind is bool:
             kwargs = {"action": argparse.BooleanOptionalAction, "default": argparse.SUPPRESS,
-                      "help": f"{_HELP[f.name]} (default: {default})"}
+                      "help": f"{f.metadata['help']} (default: {default})"}
         choices = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS,
                    "preset": (*PRESETS, "mujoco")}
         if f.name in choices:

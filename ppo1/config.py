@@ -19,6 +19,15 @@ ADV_NORMS = ("batch", "minibatch")
 # defaults), never from the config.json of the checkpoint, so a run moves between GPU and CPU boxes.
 MACHINE_FIELDS = ("device", "compile")
 
+# Keys that config.json files and checkpoints of older ppo1 versions hold and that are read and dropped
+# (`extra`: an always-empty dict of "later settings", until the CLI gained each setting as a field).
+LEGACY_KEYS = ("extra",)
+
+
+def without_legacy_keys(data: dict) -> dict:
+    """`data` (the JSON of a saved config) without LEGACY_KEYS."""
+    return {k: v for k, v in data.items() if k not in LEGACY_KEYS}
+
 # Defaults for envs with vector observations (classic control, MuJoCo): baselines' run_mujoco.py.
 VECTOR_DEFAULTS = {
     "model_type": "mlp", "env_steps": 1_000_000, "timesteps_per_actorbatch": 2048, "optim_epochs": 10,
@@ -46,6 +55,11 @@ PRESETS: dict[str, dict] = {
 }
 
 
+def setting(default, help: str):
+    """A Config field with its one-line help (shown by --help, read by the CLI from the field's metadata)."""
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass
 class Config:
     """Everything that defines a training run. Saved beside every checkpoint as config.json.
@@ -55,40 +69,62 @@ class Config:
     whether they run as 8 ranks x 1 env, 2 x 4 or 1 x 8.
     """
 
-    env_name: str = "PongNoFrameskip-v4"
-    env_steps: int = 10_000_000          # agent steps summed over all actors (1 step = 4 frames)
-    timesteps_per_actorbatch: int = 128  # horizon T per actor
-    gamma: float = 0.99
-    lam: float = 0.95
-    epsilon: float = 0.1                 # clip parameter, annealed with alpha
-    ent_coef: float = 0.01               # c2
-    vf_coef: float = 1.0                 # c1
-    optim_epochs: int = 3
-    optim_stepsize: float = 2.5e-4       # Adam step size, annealed with alpha
-    optim_batchsize: int = 32            # minibatch samples per actor
-    adam_epsilon: float = 1e-5
-    seed: int = 0
-    model_type: str = "small"
-    model_name: str = "model-ppo1-defaults"
-    checkpoint_dir: str = "checkpoints"
-    asset_dir: str = "assets"
-    video_interval: int = 0              # iterations between videos of an evaluation game (rank 0); 0 = none
-    video_max_frames: int = 18_000       # a training video is cut after this many frames (5 min at 60 fps)
-    envs_per_rank: int = 1
-    save_interval: int = 50              # iterations between checkpoints (and one at the end)
-    sync_check_interval: int = 10        # iterations between checks that ranks hold identical parameters
-    num_threads: int = 0                 # torch threads per rank; 0 = cores available / ranks on the node
-    keep_checkpoints: int = 3            # numbered checkpoints kept (latest.pt is always the newest)
-    deterministic: bool = False          # 1 thread per rank + deterministic torch kernels: bit-exact resume
-    preset: str = "paper"                # the hyperparameter family the run started from (PRESETS)
-    init: str = "normc"                  # normc (baselines ppo1) or orthogonal (ppo2, CleanRL, SB3)
-    adv_norm: str = "batch"              # standardise advantages per rank batch or per minibatch
-    max_grad_norm: float = 0.0           # clip the global gradient norm (after averaging); 0 = off
-    anneal_clip: bool = True             # anneal the clip parameter with alpha (the paper) or keep it
-    watchdog_timeout: float = -1.0       # s without a finished iteration before a rank ends the job; -1 = auto, 0 = off
-    device: str = "auto"                 # auto, cpu, cuda or cuda:N (ppo1.device); not inherited on resume
-    compile: bool = False                # torch.compile the training forward (eager if that fails)
-    extra: dict = field(default_factory=dict)  # room for later settings without breaking old JSON
+    env_name: str = setting("PongNoFrameskip-v4",
+        "gymnasium Atari id: <Game>NoFrameskip-v4 (DeepMind preprocessing) or ALE/<Game>-v5")
+    env_steps: int = setting(10_000_000,
+        "agent steps to train for, summed over all actors (1 step = 4 frames); alpha anneals over it")
+    timesteps_per_actorbatch: int = setting(128, "horizon T: steps per actor (env) per iteration")
+    gamma: float = setting(0.99, "discount factor, in (0, 1]")
+    lam: float = setting(0.95, "GAE lambda, in [0, 1]")
+    epsilon: float = setting(0.1, "PPO clip parameter at the start; annealed linearly to 0")
+    ent_coef: float = setting(0.01, "entropy bonus coefficient c2")
+    vf_coef: float = setting(1.0, "value loss coefficient c1")
+    optim_epochs: int = setting(3, "epochs over each iteration's batch")
+    optim_stepsize: float = setting(2.5e-4, "Adam step size at the start; annealed linearly to 0")
+    optim_batchsize: int = setting(32, "minibatch samples per actor (x actors = the global minibatch)")
+    adam_epsilon: float = setting(1e-5, "Adam epsilon")
+    seed: int = setting(0, "random seed; each env is seeded from (seed, rank, env index)")
+    model_type: str = setting("small",
+        "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN) or mlp (2x64 tanh, for "
+        "vector observations; the default there)")
+    model_name: str = setting("model-ppo1-defaults",
+        "name of the run: its files live in checkpoint_dir/model_name/")
+    checkpoint_dir: str = setting("checkpoints", "directory holding one sub-directory per run")
+    asset_dir: str = setting("assets", "directory for videos and plots (asset_dir/model_name/)")
+    video_interval: int = setting(0,
+        "train: every N iterations rank 0 records one evaluation game into run_dir/videos/ (the other"
+        " ranks wait meanwhile); 0 = no videos")
+    video_max_frames: int = setting(18_000,
+        "train: a video is cut after this many emulator frames (60 per second of game)")
+    envs_per_rank: int = setting(1, "envs stepped together by each MPI rank (actors = ranks x envs_per_rank)")
+    save_interval: int = setting(50, "iterations between checkpoints (one is always written at the end)")
+    sync_check_interval: int = setting(10, "iterations between checks that all ranks hold identical parameters")
+    num_threads: int = setting(0, "torch threads per rank; 0 = cores available divided by the ranks on the node")
+    keep_checkpoints: int = setting(3, "numbered checkpoints to keep (latest.pt always points at the newest)")
+    deterministic: bool = setting(False,
+        "1 torch thread per rank and deterministic kernels, so a resumed run is bit-identical")
+    preset: str = setting("paper",
+        "hyperparameter family applied to every flag not given: paper (PPO paper, Table 5), baselines"
+        " (baselines ppo1 run_atari.py), cleanrl (CleanRL/ppo2 Atari), fast (fewest minutes to win "
+        "Pong on 2 cores); vector-observation envs use mujoco (baselines run_mujoco)")
+    init: str = setting("normc",
+        "weight initialisation: normc (baselines ppo1) or orthogonal (ppo2, CleanRL, SB3)")
+    adv_norm: str = setting("batch",
+        "standardise advantages over the rank's batch (baselines ppo1) or each minibatch (ppo2)")
+    max_grad_norm: float = setting(0.0,
+        "clip the global gradient norm to this after averaging over ranks; 0 = off")
+    anneal_clip: bool = setting(True,
+        "anneal the clip parameter linearly with alpha (the paper) or keep it constant")
+    watchdog_timeout: float = setting(-1.0,
+        "train: seconds without a finished iteration (a lost host, a rank stuck in a collective) "
+        "after which every rank prints where it waited and ends the job (exit status 3); -1 = max(10 "
+        "x median iteration time, 300 s), 0 = off")
+    device: str = setting("auto",
+        "auto (a GPU when torch sees one, else the CPU), cpu, cuda or cuda:N; under mpirun each rank "
+        "takes GPU local_rank %% GPUs on its node, cuda:N pins GPU N; may differ on resume")
+    compile: bool = setting(False,
+        "torch.compile the training forward/backward (needs a C compiler at run time; falls back to "
+        "eager with a notice if compiling fails)")
 
     # ------------------------------------------------------------------ derived
     @property
@@ -111,18 +147,23 @@ class Config:
     # ------------------------------------------------------------------ checks
     def validate(self) -> "Config":
         """Raise PPO1Error naming the first out-of-range value; return self when all are valid."""
-
-        def bad(name: str, valid: str) -> None:
-            raise PPO1Error(f"--{name}={getattr(self, name)!r} is invalid: must be {valid}")
-
-        def finite(name: str) -> float:
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not math.isfinite(v):
-                bad(name, "a finite number")
-            return v
-
         if not isinstance(self.env_name, str) or not self.env_name.strip():
-            bad("env_name", "a gymnasium Atari id such as PongNoFrameskip-v4")
+            self._bad("env_name", "a gymnasium Atari id such as PongNoFrameskip-v4")
+        self._validate_numbers()
+        self._validate_choices()
+        return self
+
+    def _bad(self, name: str, valid: str) -> None:
+        raise PPO1Error(f"--{name}={getattr(self, name)!r} is invalid: must be {valid}")
+
+    def _finite(self, name: str) -> float:
+        v = getattr(self, name)
+        if not isinstance(v, (int, float)) or not math.isfinite(v):
+            self._bad(name, "a finite number")
+        return v
+
+    def _validate_numbers(self) -> None:
+        bad, finite = self._bad, self._finite
         if not 0.0 < finite("gamma") <= 1.0:
             bad("gamma", "in (0, 1]")
         if not 0.0 <= finite("lam") <= 1.0:
@@ -149,6 +190,9 @@ class Config:
                 f"--timesteps_per_actorbatch={self.timesteps_per_actorbatch} (both are per actor)")
         if finite("max_grad_norm") < 0.0:
             bad("max_grad_norm", ">= 0 (0 = off)")
+
+    def _validate_choices(self) -> None:
+        bad, finite = self._bad, self._finite
         if self.init not in INITS:
             bad("init", f"one of {', '.join(INITS)}")
         if self.adv_norm not in ADV_NORMS:
@@ -175,7 +219,6 @@ class Config:
             bad("compile", "true or false")
         if not self.model_name or os.sep in self.model_name or self.model_name in (".", ".."):
             bad("model_name", "a plain directory name")
-        return self
 
     def check_fits(self, n_ranks: int) -> None:
         """Raise PPO1Error if env_steps is too small for even one iteration with n_ranks ranks."""
@@ -194,6 +237,7 @@ class Config:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Config":
+        data = without_legacy_keys(data)
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

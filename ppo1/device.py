@@ -106,6 +106,23 @@ def devices_line(per_rank: list[tuple[str, str]]) -> str:
     return "ppo1: devices: " + ", ".join(parts)
 
 
+def cpu_count() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def fit_threads(n: int, log: Callable[[str], None] = print) -> int:
+    """`n` torch threads, or the cores this process may use when fewer (saying so through `log`)."""
+    cores = cpu_count()
+    if n > cores:
+        log(f"ppo1: note: --num_threads={n} is more than the {cores} cores this process may use; using {cores}")
+        return cores
+    return n
+
+
 def to_cpu(obj: Any) -> Any:
     """`obj` (a state dict, nested dicts/lists) with every tensor on the CPU; CPU tensors are not copied."""
     if isinstance(obj, torch.Tensor):

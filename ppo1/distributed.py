@@ -4,7 +4,7 @@
     comm.broadcast_parameters(model)     # rank 0's parameters everywhere
     comm.average_gradients(params)       # one flat allreduce, then divide by the number of ranks
     comm.check_synced(model)             # raises RanksOutOfSync if any rank's parameters differ
-    comm.allgather(obj) / comm.mean(x)   # episode statistics, loss statistics
+    comm.allgather(obj) / comm.mean_of(d) # episode statistics, loss statistics (by name)
     comm.agree(error)                    # all ranks learn whether any rank failed during set-up
     comm.abort(code)                     # end every rank now (an error during training)
 """
@@ -12,14 +12,40 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import subprocess
 import sys
-import time
 from typing import Any, Iterable
 
 import numpy as np
 import torch
 
 from ppo1 import PPO1Error
+from ppo1.metrics import Profile
+
+
+# What MPI launchers (mpich/hydra, Open MPI, PMIx) put in the environment of each process they start.
+LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
+
+
+def launcher_rank() -> int | None:
+    """This process's rank as the MPI launcher tells it, before MPI is initialised; None without a launcher."""
+    for var in LAUNCHER_RANK_VARS:
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return None
+
+
+def mpirun_command(np_: int) -> list[str] | None:
+    """`mpirun -np np_` of the venv's MPI (the mpich wheel) or of the system, with the flags Open MPI needs
+    here (root, more ranks than cores); None when no mpirun is found."""
+    here = os.path.join(os.path.dirname(sys.executable), "mpirun")
+    exe = here if os.path.exists(here) else shutil.which("mpirun") or shutil.which("mpiexec")
+    if exe is None:
+        return None
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    extra = ["--oversubscribe", "--allow-run-as-root"] if "Open MPI" in version or "OpenRTE" in version else []
+    return [exe, *extra, "-np", str(np_)]
 
 
 class RanksOutOfSync(PPO1Error):
@@ -41,7 +67,7 @@ class Comm:
             node.Free()
         self._flat: torch.Tensor | None = None   # gradient buffer on the gradients' device, reused
         self._host: torch.Tensor | None = None   # its host copy for MPI (the same tensor on the CPU)
-        self.seconds = 0.0                        # time spent in gradient allreduces
+        self.profile = Profile()                  # "comm": seconds inside gradient allreduces
 
     @classmethod
     def create(cls) -> "Comm":
@@ -49,7 +75,7 @@ class Comm:
         try:
             from mpi4py import MPI
         except ImportError:
-            if any(k in os.environ for k in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")):
+            if any(k in os.environ for k in LAUNCHER_RANK_VARS):
                 raise PPO1Error("started under mpirun but mpi4py cannot be imported; "
                                 "install it with `pip install mpi4py mpich`") from None
             return cls(None)
@@ -94,10 +120,8 @@ class Comm:
             offset += p.numel()
         if self._host is not flat:
             self._host.copy_(flat)
-        start = time.perf_counter()
-        from mpi4py import MPI
-        self._comm.Allreduce(MPI.IN_PLACE, self._host.numpy(), op=MPI.SUM)
-        self.seconds += time.perf_counter() - start
+        with self.profile.timer("comm"):
+            self.allreduce_sum_(self._host.numpy())
         if self._host is not flat:
             flat.copy_(self._host, non_blocking=True)
         flat.div_(self.size)
@@ -105,6 +129,17 @@ class Comm:
         for p in params:
             p.grad.copy_(flat[offset:offset + p.numel()].view_as(p.grad))
             offset += p.numel()
+
+    @property
+    def gradient_size(self) -> int:
+        """Elements of the flat gradient buffer (0 before the first average_gradients)."""
+        return 0 if self._flat is None else self._flat.numel()
+
+    def allreduce_sum_(self, buffer: np.ndarray) -> None:
+        """Sum a contiguous numpy array over ranks, in place (one MPI Allreduce)."""
+        if self.size > 1:
+            from mpi4py import MPI
+            self._comm.Allreduce(MPI.IN_PLACE, buffer, op=MPI.SUM)
 
     def check_synced(self, module: torch.nn.Module) -> None:
         """Raise RanksOutOfSync unless every rank holds bit-identical parameters and buffers."""
@@ -128,6 +163,11 @@ class Comm:
     def mean(self, x: np.ndarray) -> np.ndarray:
         """Elementwise mean of a float64 array over ranks."""
         return self.sum(x) / self.size
+
+    def mean_of(self, values: dict[str, float]) -> dict[str, float]:
+        """The mean over ranks of each named value (one allreduce; every rank passes the same names)."""
+        names = sorted(values)
+        return dict(zip(names, self.mean(np.array([values[n] for n in names], np.float64)).tolist()))
 
     def sum(self, x: np.ndarray) -> np.ndarray:
         """Elementwise sum of a float64 array over ranks (the same result on every rank)."""

@@ -374,11 +374,3 @@ def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | 
     if is_atari(env_id):
         return AtariEnv(env_id, seed, training=False, render_mode=render_mode)
     return GymEnv(env_id, seed, render_mode=render_mode)
-
-
-def cpu_count() -> int:
-    """Cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1

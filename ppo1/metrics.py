@@ -1,5 +1,10 @@
 """Training logs: a compact console table, a progress bar (on a terminal), progress.csv and TensorBoard
-scalars on rank 0; an episode CSV per rank."""
+scalars on rank 0; an episode CSV per rank; the named timers of an iteration.
+
+Each part of an iteration records its own values by name into a Recorder (SB3's record/dump): the
+update's statistics, the schedule, the run's counters and last-100-games means, the timers; `dump`
+writes the row. The columns of progress.csv are PROGRESS_COLUMNS, whatever the order of recording.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -12,7 +17,7 @@ import socket
 import struct
 import sys
 import time
-from typing import Callable, Iterable, TextIO
+from typing import Callable, Iterable, Iterator, TextIO
 
 from ppo1.safeio import AppendFile
 
@@ -20,6 +25,65 @@ PROGRESS_COLUMNS = (
     "iteration", "timesteps", "episodes", "ep_return_mean", "ep_length_mean", "pol_loss", "vf_loss",
     "entropy", "approx_kl", "clipfrac", "explained_variance", "clip_param", "stepsize", "sps",
     "time_elapsed", "time_env", "time_inference", "time_update", "time_comm")
+
+TIMERS = ("env", "inference", "update", "comm")  # Profile names: progress.csv's time_<name> columns
+
+
+def cumulative_seconds(elapsed: Iterable[float]) -> list[float]:
+    """The time_elapsed column of successive progress.csv rows made cumulative: a resumed run's
+    process restarts its clock, so each drop starts a new segment on top of the previous one's end."""
+    out, offset, last = [], 0.0, 0.0
+    for t in elapsed:
+        if t < last:  # a new process: its clock restarted
+            offset += last
+        last = t
+        out.append(offset + t)
+    return out
+
+
+class Profile:
+    """Named wall-clock timers that add up over a run: `env` (stepping games), `inference` (the
+    rollout's forward passes), `update` (the PPO epochs), `comm` (inside gradient allreduces)."""
+
+    now = staticmethod(time.perf_counter)
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(TIMERS, 0.0)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+
+    @contextlib.contextmanager
+    def timer(self, name: str) -> Iterator[None]:
+        """Time the body of a `with` into `name`."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - start)
+
+    def record(self, log: "Recorder") -> None:
+        log.record(**{f"time_{name}": s for name, s in self.seconds.items()})
+
+
+class Recorder:
+    """One iteration's row, recorded by name by whoever knows each value; `dump` hands it to the
+    ProgressLog (rank 0) and starts the next row. Without a ProgressLog (other ranks) it keeps nothing."""
+
+    def __init__(self, progress: "ProgressLog | None" = None):
+        self.progress = progress
+        self.row: dict = {}
+
+    def record(self, **values) -> None:
+        if self.progress is not None:
+            self.row.update(values)
+
+    def dump(self, episodes: Iterable[tuple[float, int]] = ()) -> None:
+        """Write the row (and the games finished in the iteration, for TensorBoard)."""
+        if self.progress is not None:
+            self.progress.write(self.row, episodes)
+        self.row = {}
+
 
 # (column, header, width, format) for the console
 _CONSOLE = (

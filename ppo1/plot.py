@@ -15,6 +15,7 @@ from typing import Callable
 from ppo1 import PPO1Error
 from ppo1.checkpoint import load_config
 from ppo1.config import Config
+from ppo1.metrics import cumulative_seconds
 from ppo1.safeio import cause, ensure_writable_dir
 
 X_AXES = ("timesteps", "time")
@@ -46,20 +47,18 @@ def read_curve(path: str) -> tuple[list[float], list[float], list[float]]:
         raise PPO1Error(f"{path} is not a ppo1 progress.csv: {e}") from None
     if rows and not {"iteration", "timesteps", "ep_return_mean", "time_elapsed"} <= set(rows[0]):
         raise PPO1Error(f"{path} is not a ppo1 progress.csv (columns {sorted(rows[0])})")
-    kept: list[dict] = []
-    offset, last_elapsed = 0.0, 0.0
+    parsed = []
     for row in rows:
         try:
-            iteration, elapsed, steps = int(row["iteration"]), float(row["time_elapsed"]), float(row["timesteps"])
+            parsed.append((int(row["iteration"]), float(row["time_elapsed"]), float(row["timesteps"]),
+                           _float(row["ep_return_mean"])))
         except (TypeError, ValueError):
             continue
-        if elapsed < last_elapsed:  # a new process: its clock restarted
-            offset += last_elapsed
-        last_elapsed = elapsed
+    kept: list[dict] = []
+    for (iteration, _, steps, ret), seconds in zip(parsed, cumulative_seconds(p[1] for p in parsed)):
         while kept and kept[-1]["iteration"] >= iteration:
             kept.pop()
-        kept.append({"iteration": iteration, "timesteps": steps,
-                     "hours": (offset + elapsed) / 3600.0, "ret": _float(row["ep_return_mean"])})
+        kept.append({"iteration": iteration, "timesteps": steps, "hours": seconds / 3600.0, "ret": ret})
     kept = [r for r in kept if not math.isnan(r["ret"])]
     return [r["timesteps"] for r in kept], [r["hours"] for r in kept], [r["ret"] for r in kept]
 

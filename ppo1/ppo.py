@@ -4,11 +4,17 @@ The training loop that ties them to rollouts, MPI and checkpoints is `ppo1.train
 """
 from __future__ import annotations
 
+import dataclasses
+from typing import TYPE_CHECKING, Callable
+
 import numpy as np
 import torch
 from torch.distributions import Distribution
 
 from ppo1.distributed import Comm
+
+if TYPE_CHECKING:
+    from ppo1.rollout import Batch
 
 
 def linear_alpha(timesteps: int, env_steps: int) -> float:
@@ -63,43 +69,61 @@ def explained_variance(pred: np.ndarray, target: np.ndarray) -> float:
 STAT_KEYS = ("pol_loss", "vf_loss", "entropy", "approx_kl", "clipfrac")
 
 
-def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm, rng: np.random.Generator,
-           obs: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor,
-           returns: torch.Tensor, *, clip: float, lr: float, epochs: int, minibatch: int,
-           vf_coef: float, ent_coef: float, adv_norm: str = "batch",
-           max_grad_norm: float = 0.0, dist_fn=None) -> dict[str, float]:
-    """`epochs` passes over the rank's batch in shuffled minibatches of `minibatch` samples.
+@dataclasses.dataclass(frozen=True)
+class Hyper:
+    """One iteration's update settings: the annealed clip and step size, and the fixed rest."""
+
+    clip: float                 # epsilon x alpha (or epsilon, without annealing)
+    lr: float                   # Adam step size x alpha
+    epochs: int
+    minibatch: int              # samples per minibatch on this rank (optim_batchsize x envs per rank)
+    vf_coef: float              # c1
+    ent_coef: float             # c2
+    adv_norm: str = "batch"     # "batch": standardised over the rank's batch before; "minibatch": in each
+    max_grad_norm: float = 0.0  # > 0: clip the global gradient norm (after averaging over ranks)
+
+    @classmethod
+    def at(cls, config, alpha: float, envs_per_rank: int) -> "Hyper":
+        """The settings of a Config at annealing factor alpha."""
+        return cls(clip=config.clip_param(alpha), lr=config.optim_stepsize * alpha, epochs=config.optim_epochs,
+                   minibatch=config.optim_batchsize * envs_per_rank, vf_coef=config.vf_coef,
+                   ent_coef=config.ent_coef, adv_norm=config.adv_norm, max_grad_norm=config.max_grad_norm)
+
+    def record(self, log) -> None:
+        """The annealed settings, into a metrics.Recorder (progress.csv: clip_param, stepsize)."""
+        log.record(clip_param=self.clip, stepsize=self.lr)
+
+
+def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm, batch: "Batch", hp: Hyper,
+           dist_fn: Callable | None = None) -> dict[str, float]:
+    """`hp.epochs` passes over the rank's batch in shuffled minibatches of `hp.minibatch` samples.
 
     Each minibatch: loss -> backward -> gradients averaged over ranks -> (global norm clipped to
     `max_grad_norm` if > 0) -> Adam step with step size `lr`. Advantages are standardised over the
-    rank's batch (`adv_norm="batch"`, baselines ppo1) or over each minibatch ("minibatch", ppo2).
-    All tensors have the batch first: obs (N, 4, 84, 84) uint8, the rest (N,), all on the policy's
-    device (minibatches are indexed there). `dist_fn(obs) -> (distribution, values)` replaces
-    `policy.dist` for the forward pass (the `--compile`d one).
+    rank's batch (`adv_norm="batch"`, baselines ppo1: done by Segment.batch) or over each minibatch
+    ("minibatch", ppo2). `dist_fn(obs) -> (distribution, values)` replaces `policy.dist` for the
+    forward pass (the `--compile`d one).
     Returns the mean of each statistic over all minibatches of this rank.
     """
     for group in optimizer.param_groups:
-        group["lr"] = lr
+        group["lr"] = hp.lr
     params = [p for p in policy.parameters()]
     dist_fn = dist_fn or policy.dist
-    n = obs.shape[0]
-    totals = torch.zeros(len(STAT_KEYS), device=obs.device)
+    totals = torch.zeros(len(STAT_KEYS), device=batch.obs.device)
     count = 0
-    for _ in range(epochs):
-        perm = torch.from_numpy(rng.permutation(n)).to(obs.device)
-        for start in range(0, n, minibatch):
-            idx = perm[start:start + minibatch]
-            a = adv[idx]
-            if adv_norm == "minibatch":
+    for _ in range(hp.epochs):
+        for mb in batch.minibatches(hp.minibatch):
+            a = mb.adv
+            if hp.adv_norm == "minibatch":
                 a = (a - a.mean()) / (a.std() + 1e-8)
-            dist, values = dist_fn(obs[idx])
-            loss, stats = ppo_loss(dist, values, actions[idx], old_logp[idx], a, returns[idx],
-                                   clip, vf_coef, ent_coef)
+            dist, values = dist_fn(mb.obs)
+            loss, stats = ppo_loss(dist, values, mb.actions, mb.logp, a, mb.returns, hp.clip, hp.vf_coef,
+                                   hp.ent_coef)
             optimizer.zero_grad(set_to_none=False)
             loss.backward()
             comm.average_gradients(params)
-            if max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+            if hp.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(params, hp.max_grad_norm)
             optimizer.step()
             totals += torch.stack([stats[k] for k in STAT_KEYS])
             count += 1

@@ -1,14 +1,45 @@
-"""Collecting a segment of T steps from the k envs of one rank, with batched inference."""
+"""Collecting a segment of T steps from the k envs of one rank, with batched inference; the segment's
+samples as one flat batch on the policy's device, in shuffled minibatches for the update."""
 from __future__ import annotations
 
 import dataclasses
-import time
+from typing import Iterator
 
 import numpy as np
 import torch
 
 from ppo1.device import batched_act
 from ppo1.envs import Episode
+from ppo1.metrics import Profile
+from ppo1.ppo import standardize
+
+
+@dataclasses.dataclass
+class Batch:
+    """A rank's samples of one iteration, flattened (N = T x k), on the policy's device.
+
+    obs (N, 4, 84, 84) uint8 or (N, D) float32; actions (N,) or (N, A); logp, adv, returns (N,).
+    `rng` is the rank's generator that shuffles them (its state is checkpointed: a resumed run
+    draws the same minibatches).
+    """
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    logp: torch.Tensor
+    adv: torch.Tensor
+    returns: torch.Tensor
+    rng: np.random.Generator
+
+    def __len__(self) -> int:
+        return self.obs.shape[0]
+
+    def minibatches(self, size: int) -> Iterator["Batch"]:
+        """One epoch: the samples in a fresh random order (one rng.permutation(N) per call), `size` at
+        a time (the last minibatch may be smaller)."""
+        perm = torch.from_numpy(self.rng.permutation(len(self))).to(self.obs.device)
+        for start in range(0, len(self), size):
+            idx = perm[start:start + size]
+            yield Batch(self.obs[idx], self.actions[idx], self.logp[idx], self.adv[idx], self.returns[idx], self.rng)
 
 
 @dataclasses.dataclass
@@ -23,15 +54,29 @@ class Segment:
     dones: np.ndarray       # (T, k) bool
     last_value: np.ndarray  # (k,) float32: V_old of the observation after the last step
     episodes: list[Episode]  # real games that finished during the segment
+    advantages: np.ndarray | None = None  # (T, k) float32: GAE(lambda), set after collection
+    returns: np.ndarray | None = None     # (T, k) float32: TD(lambda) value targets, likewise
+
+    def batch(self, device: torch.device, rng: np.random.Generator, standardize_adv: bool) -> Batch:
+        """The segment's samples flattened to one Batch on `device` (copied there once per iteration).
+        `standardize_adv`: advantages standardised over the whole batch (baselines ppo1)."""
+        n = self.rewards.size  # T x k samples on this rank
+        adv = self.advantages.reshape(n)
+
+        def flat(x: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(x.reshape(n, *x.shape[2:])).to(device)
+        return Batch(flat(self.obs), flat(self.actions), flat(self.logp), flat(standardize(adv) if standardize_adv else adv),
+                     flat(self.returns), rng)
 
 
 class Collector:
     """Steps k envs for T steps per call, reusing its buffers; times env and inference separately."""
 
     def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray,
-                 device: torch.device = torch.device("cpu")):
+                 device: torch.device = torch.device("cpu"), profile: Profile | None = None):
         """venv: a VecEnv (VecAtari or VecGym); obs: (k, ...) the envs' current observations (reset or
-        restored); device: where `policy` is (one batched transfer each way per step when not the CPU)."""
+        restored); device: where `policy` is (one batched transfer each way per step when not the CPU);
+        profile: where the seconds stepping envs ("env") and in forward passes ("inference") add up."""
         self.venv, self.policy, self.T = venv, policy, horizon
         k = venv.num_envs
         self.obs = obs.copy()  # (k, ...): the next observation
@@ -45,25 +90,23 @@ class Collector:
             dones=np.zeros((horizon, k), bool),
             last_value=np.zeros(k, np.float32),
             episodes=[])
-        self.env_seconds = 0.0
-        self.inference_seconds = 0.0
+        self.profile = profile or Profile()
 
     def collect(self) -> Segment:
         """Run the policy for T steps in every env. Returns the (reused) Segment buffer."""
-        seg = self.seg
-        seg.episodes = []
+        seg, clock = self.seg, self.profile
+        seg.episodes, seg.advantages, seg.returns = [], None, None
         for t in range(self.T):
             seg.obs[t] = self.obs
-            start = time.perf_counter()
+            start = clock.now()
             seg.actions[t], seg.logp[t], seg.values[t] = self.act(seg.obs[t])
-            mid = time.perf_counter()
+            mid = clock.now()
             obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
             self.obs[:] = obs
             seg.episodes.extend(episodes)
-            end = time.perf_counter()
-            self.inference_seconds += mid - start
-            self.env_seconds += end - mid
-        start = time.perf_counter()
-        seg.last_value[:] = self.act(self.obs)[2]
-        self.inference_seconds += time.perf_counter() - start
+            end = clock.now()
+            clock.add("inference", mid - start)
+            clock.add("env", end - mid)
+        with clock.timer("inference"):
+            seg.last_value[:] = self.act(self.obs)[2]
         return seg

@@ -1,7 +1,9 @@
-"""The training loop (baselines' pposgd_simple.learn): collect, advantages, update, log, save."""
+"""Training (baselines' pposgd_simple.learn) as a Trainer: set-up, resume, then per iteration
+collect -> advantages -> update -> record -> maybe_save (the PPO paper's Algorithm 1), with stop
+requests (signals) and a watchdog beside the loop."""
 from __future__ import annotations
 
-import collections
+import dataclasses
 import os
 import random
 import signal
@@ -15,25 +17,23 @@ from ppo1 import PPO1Error, checkpoint, runlock
 from ppo1 import device as devices
 from ppo1.advantages import gae
 from ppo1.bounds import check_batch_memory
+from ppo1.checkpoint import RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import cpu_count, make_vec_env
-from ppo1.metrics import EpisodeLog, ProgressLog
-from ppo1.movie import TrainingVideo
+from ppo1.envs import make_vec_env
+from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
-from ppo1.ppo import explained_variance, linear_alpha, standardize, update
-from ppo1.rollout import Collector
+from ppo1.ppo import Hyper, explained_variance, linear_alpha, update
+from ppo1.rollout import Collector, Segment
+from ppo1.video import TrainingVideo
 from ppo1.watchdog import Watchdog
 
 
 def configure_threads(config: Config, comm: Comm, log=print) -> int:
     """torch threads per rank: 1 if --deterministic, else --num_threads (at most the cores this process may
     use), else cores / ranks on this node."""
-    cores = cpu_count()
-    n = 1 if config.deterministic else config.num_threads or max(1, cores // comm.local_size)
-    if n > cores:
-        log(f"ppo1: note: --num_threads={n} is more than the {cores} cores this process may use; using {cores}")
-        n = cores
+    n = 1 if config.deterministic else config.num_threads or max(1, devices.cpu_count() // comm.local_size)
+    n = devices.fit_threads(n, log)
     torch.set_num_threads(n)
     torch.use_deterministic_algorithms(config.deterministic)
     cv2.setNumThreads(1)
@@ -65,6 +65,242 @@ class StopRequest:
             os._exit(128 + signum)
         self.signum = signum
 
+    def agreed(self, comm: Comm) -> int:
+        """Collective: the signal a rank has received (the highest number when several did), 0 if none,
+        the same on every rank, so all ranks stop after the same iteration."""
+        return max(comm.allgather(self.signum))
+
+
+class Trainer:
+    """One training run on this rank: `run()` = setup(), resume(), the loop, finish()."""
+
+    def __init__(self, config: Config, comm: Comm, log=print, fresh: bool = False, stop_after: int = 0):
+        self.config, self.comm, self.log, self.fresh, self.stop_after = config, comm, log, fresh, stop_after
+        self.profile = comm.profile  # env, inference, update and comm (allreduce) seconds of this rank
+        self.exit_code, self.reason = 0, "done"
+
+    def run(self) -> dict:
+        """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after`
+        iterations. Returns the final counters and the process exit code (0, or 128 + signal number)."""
+        cfg, comm = self.config, self.comm
+        self.resume(*self.setup())
+        with StopRequest(quiet=not comm.is_root) as stop, Watchdog(cfg.watchdog_timeout, comm.rank, comm.abort) as wd:
+            self.wd = wd
+            while self.state.iteration < self.n_iters:
+                wd.phase = "rollout"
+                hp = Hyper.at(cfg, linear_alpha(self.state.timesteps, cfg.env_steps), cfg.envs_per_rank)
+                seg = self.collector.collect()                                   # T x k steps
+                seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
+                                                  cfg.gamma, cfg.lam)            # GAE(lambda), TD(lambda)
+                stats = self.update(seg, hp)                                     # epochs x minibatches
+                reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
+                self.record(seg, stats, hp)                                      # progress.csv, console, TB
+                final = self.maybe_save(reason)                                  # every save_interval, last
+                wd.beat()
+                if final:
+                    break
+        return self.finish()
+
+    # ------------------------------------------------------------------ set-up and resume
+    def setup(self) -> tuple[TrainState | None, str | None]:
+        """Collective: threads, device, seeds, the run lock (rank 0), envs, policy and optimizer; rank 0
+        loads the newest checkpoint. Any rank may fail here, so all ranks agree on the outcome before
+        going on. Returns (the checkpoint to resume from, its path), both None for a new run, on every rank."""
+        cfg, comm = self.config, self.comm
+        self.threads = configure_threads(cfg, comm, self.log)
+        self.device = devices.setup_rank(cfg.device, cfg.deterministic, comm, self.log)  # the first line: devices
+        torch.manual_seed(cfg.seed * 1000 + comm.rank)
+        random.seed(cfg.seed * 1000 + comm.rank)
+        self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, comm.rank, 2**31 - 1]))
+        self.n_actors = comm.size * cfg.envs_per_rank
+        error, saved, path, self.lock = None, None, None, None
+        try:  # first of all: rank 0 locks the run directory (one training per run), refused at once if held
+            cfg.check_fits(comm.size)
+            if comm.is_root:
+                self.lock = runlock.prepare_run_dir(cfg.run_dir, self.fresh, self.log)
+        except PPO1Error as e:
+            error = e
+        comm.agree(error)
+        try:
+            self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank)
+            check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
+                               self.venv.obs.itemsize, comm.local_size)
+            self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
+                                init=cfg.init).to(self.device)
+            self.optimizer = devices.make_adam(self.policy.parameters(), self.device, cfg.optim_stepsize,
+                                               cfg.adam_epsilon)
+            if comm.is_root:
+                saved, path = self._newest_checkpoint()
+        except PPO1Error as e:
+            error = e
+        comm.agree(error)
+        return comm.bcast((saved, path))
+
+    def _newest_checkpoint(self) -> tuple[TrainState | None, str | None]:
+        """Rank 0: the newest checkpoint that resumes and fits this run, or (None, None). Raises PPO1Error."""
+        saved, path, problems = checkpoint.load_newest(self.config.run_dir, resume=True)
+        for p in problems:
+            self.log(f"ppo1: warning: {p}; using an older checkpoint")
+        if saved is not None:
+            checkpoint.validate(saved, self.config, self.venv.num_actions, self.n_actors)
+            self.log(f"ppo1: resuming from {path} (iteration {saved.iteration}, {saved.timesteps} steps)")
+        return saved, path
+
+    def resume(self, saved: TrainState | None, path: str | None) -> None:
+        """Collective: this run's TrainState, from `saved` when there is one (model, optimizer and
+        counters; every rank's RNGs and games when it ran on as many ranks), then rank 0's parameters
+        everywhere; then the loop's collector, logs and clocks."""
+        cfg, comm = self.config, self.comm
+        self.state = TrainState(model={}, config=cfg.to_dict(), num_actions=self.venv.num_actions,
+                                n_actors=self.n_actors)  # model, optimizer and ranks: filled at each save
+        obs, error = self.venv.reset(), None
+        try:  # a checkpoint whose contents do not fit is one line on every rank, not a traceback
+            if saved is not None:
+                obs = self._restore(saved, obs)
+        except Exception as e:
+            error = PPO1Error(f"checkpoint {path} does not fit this run and cannot be restored: "
+                              f"{type(e).__name__}: {e}".splitlines()[0][:400])
+        comm.agree(error)
+        comm.broadcast_parameters(self.policy)
+        comm.check_synced(self.policy)
+        self._open_logs(obs)
+
+    def _restore(self, saved: TrainState, obs: np.ndarray) -> np.ndarray:
+        """Load `saved` into this rank. Returns the envs' observations (restored, or `obs`)."""
+        self.policy.load_state_dict(saved.model)
+        self.optimizer.load_state_dict(saved.optimizer)
+        self.state.iteration, self.state.timesteps, self.state.episodes = saved.iteration, saved.timesteps, saved.episodes
+        self.state.recent.extend(saved.recent)
+        if saved.n_ranks == self.comm.size:
+            restored = saved.rank(self.comm.rank).restore(self.rng, self.venv, self.device)
+            return obs if restored is None else restored
+        self.log(f"ppo1: the checkpoint ran on {saved.n_ranks} ranks, this run on {self.comm.size} (same "
+                 f"{self.n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
+        return obs
+
+    def _open_logs(self, obs: np.ndarray) -> None:
+        """The loop's collector, compiled forward (--compile), logs (rank 0: console, progress.csv,
+        TensorBoard, videos; every rank: its episode CSV) and clocks."""
+        cfg, comm, state = self.config, self.comm, self.state
+        self.n_iters = cfg.num_iterations(comm.size)
+        self.steps_per_iter = cfg.steps_per_iteration(comm.size)
+        progress, self.video = None, None
+        if comm.is_root:
+            self.log(f"ppo1: {cfg.env_name}, {comm.size} ranks x {cfg.envs_per_rank} envs = {self.n_actors} "
+                     f"actors, {self.threads} torch thread(s) per rank, {self.n_iters} iterations of "
+                     f"{self.steps_per_iter} steps; run dir {cfg.run_dir}")
+            progress = ProgressLog(cfg.run_dir, total_steps=self.n_iters * self.steps_per_iter,
+                                   start_step=state.timesteps)
+            self.video = TrainingVideo(cfg, log=progress.note)
+            self.log = progress.note  # later messages go above the progress bar
+        self.recorder = Recorder(progress)
+        self.episode_log = EpisodeLog(cfg.run_dir, comm.rank, warn=self.log if comm.is_root else None)
+        self.collector = Collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
+                                   self.profile)
+        self.dist_fn = devices.CompiledDist(self.policy, lambda m: self.log(m)) if cfg.compile else None
+        self.start, self.start_steps, self.start_iteration = time.time(), state.timesteps, state.iteration
+
+    # ------------------------------------------------------------------ one iteration
+    def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
+        """Observation statistics (MLP), then the PPO epochs on this rank's batch. Counts the iteration.
+        Returns this rank's statistics: the update's means and the value function's explained variance."""
+        self.wd.phase = "observation statistics allreduce"
+        if hasattr(self.policy, "ob_rms"):  # baselines: observation statistics update before the epochs
+            self.policy.ob_rms.update(seg.obs, self.comm.sum)
+        self.wd.phase = "gradient allreduce"
+        with self.profile.timer("update"):
+            batch = seg.batch(self.device, self.rng, standardize_adv=self.config.adv_norm == "batch")
+            stats = update(self.policy, self.optimizer, self.comm, batch, hp, self.dist_fn)
+        self.state.iteration += 1
+        self.state.timesteps += self.steps_per_iter
+        stats["explained_variance"] = explained_variance(seg.values.reshape(-1), seg.returns.reshape(-1))
+        return stats
+
+    def record(self, seg: Segment, stats: dict[str, float], hp: Hyper) -> None:
+        """Collective: the games finished on all ranks, the statistics averaged over ranks, the periodic
+        parameter sync check; rank 0 writes the iteration's row and, when due, records a video."""
+        cfg, comm, state = self.config, self.comm, self.state
+        self.episode_log.write(seg.episodes, state.timesteps)
+        self.wd.phase = "episode statistics allgather"
+        finished = [g for games in comm.allgather([(e.ret, e.length) for e in seg.episodes]) for g in games]
+        state.episodes += len(finished)
+        state.recent.extend(finished)
+        self.wd.phase = "statistics allreduce"
+        means = comm.mean_of(stats)
+        if state.iteration % cfg.sync_check_interval == 0 or state.iteration == self.n_iters:
+            self.wd.phase = "parameter sync check"
+            comm.check_synced(self.policy)
+        if comm.is_root:
+            self.wd.phase = "progress log and video (rank 0)"
+            elapsed = time.time() - self.start
+            self.recorder.record(**means, sps=(state.timesteps - self.start_steps) / max(elapsed, 1e-9),
+                                 time_elapsed=elapsed)
+            for part in (state, hp, self.profile):
+                part.record(self.recorder)
+            self.recorder.dump(finished)
+            self.video.maybe_record(self.policy, state.iteration, state.timesteps)
+
+    def stop_reason(self, stop: StopRequest) -> str | None:
+        """Collective: why training stops after this iteration (a signal on any rank, --stop_after_iterations),
+        or None to go on. A signal sets the exit code 128 + its number."""
+        self.wd.phase = "stop request allgather"
+        signum = stop.agreed(self.comm)
+        if signum:
+            self.exit_code = 128 + signum
+            return f"stopped by {signal.Signals(signum).name}"
+        if self.stop_after and self.state.iteration - self.start_iteration >= self.stop_after:
+            return f"stopped after {self.stop_after} iterations (--stop_after_iterations)"
+        return None
+
+    def maybe_save(self, stop_reason: str | None) -> bool:
+        """Collective: checkpoint every save_interval iterations and after the last one. Returns whether
+        this was the last iteration. A checkpoint that cannot be written is a warning, but an error at the end."""
+        self.reason = stop_reason or self.reason
+        final = stop_reason is not None or self.state.iteration == self.n_iters
+        if final or self.state.iteration % self.config.save_interval == 0:
+            problem = self.save()
+            if problem and final:
+                err = PPO1Error(problem)
+                err.all_ranks = True
+                raise err
+            if problem and self.comm.is_root:
+                self.log(f"ppo1: warning: {problem}; training continues")
+        return final
+
+    def save(self) -> str | None:
+        """Collective: rank 0 writes a checkpoint of every rank's state. Returns the error, if any."""
+        comm, state = self.comm, self.state
+        self.wd.phase = "checkpoint gather"
+        ranks = comm.gather(RankState.capture(self.rng, self.venv, self.device).to_dict())
+        problem = None
+        if comm.is_root:
+            snapshot = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()),
+                                           optimizer=devices.to_cpu(self.optimizer.state_dict()),
+                                           n_ranks=comm.size, ranks=ranks)
+            try:
+                checkpoint.save(self.config.run_dir, snapshot, self.config, keep=self.config.keep_checkpoints)
+            except checkpoint.CheckpointWriteError as e:
+                problem = f"checkpoint at iteration {state.iteration} not written ({e}); the previous one is intact"
+        return comm.bcast(problem)
+
+    def finish(self) -> dict:
+        """Close the envs and logs, release the run lock (rank 0), say how the run ended. Returns the
+        final counters and the exit code."""
+        cfg, state = self.config, self.state
+        self.episode_log.close()
+        self.venv.close()
+        if self.comm.is_root:
+            self.recorder.progress.close()
+            self.lock.release()
+            latest = os.path.join(cfg.run_dir, checkpoint.LATEST)
+            if self.reason == "done":
+                self.log(f"ppo1: done: {state.timesteps} steps in {state.iteration} iterations; checkpoint {latest}")
+            else:
+                self.log(f"ppo1: {self.reason} at iteration {state.iteration} ({state.timesteps} of "
+                         f"{cfg.env_steps} steps); checkpoint {latest}; run the same command again to resume")
+        return {"iteration": state.iteration, "timesteps": state.timesteps, "episodes": state.episodes,
+                "exit_code": self.exit_code}
+
 
 def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after: int = 0) -> dict:
     """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after` iterations.
@@ -72,187 +308,4 @@ def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after
     Resumes from the newest checkpoint in config.run_dir unless `fresh`, which moves the old run
     aside. Returns the final counters and the process exit code (0, or 128 + signal number).
     """
-    threads = configure_threads(config, comm, log)
-    device = devices.setup_rank(config.device, config.deterministic, comm, log)  # the first line: devices
-    torch.manual_seed(config.seed * 1000 + comm.rank)
-    random.seed(config.seed * 1000 + comm.rank)
-    rng = np.random.default_rng(np.random.SeedSequence([config.seed, comm.rank, 2**31 - 1]))
-    n_actors = comm.size * config.envs_per_rank
-
-    # -------- set-up: any rank may fail here, so all ranks agree on the outcome before going on
-    error, state, path, venv, lock = None, None, None, None, None
-    try:  # first of all: rank 0 locks the run directory (one training per run), refused at once if held
-        config.check_fits(comm.size)
-        if comm.is_root:
-            lock = runlock.prepare_run_dir(config.run_dir, fresh, log)
-    except PPO1Error as e:
-        error = e
-    comm.agree(error)
-    try:
-        venv = make_vec_env(config.env_name, config.envs_per_rank, config.seed, comm.rank)
-        check_batch_memory(config.timesteps_per_actorbatch, config.envs_per_rank, venv.obs.shape[1:],
-                           venv.obs.itemsize, comm.local_size)
-        policy = build(config.model_type, venv.action_space, venv.obs.shape[1:], init=config.init).to(device)
-        optimizer = devices.make_adam(policy.parameters(), device, config.optim_stepsize, config.adam_epsilon)
-        if comm.is_root:
-            state, path, problems = checkpoint.load_newest(config.run_dir, resume=True)
-            for p in problems:
-                log(f"ppo1: warning: {p}; using an older checkpoint")
-            if state is not None:
-                checkpoint.validate(state, config, venv.num_actions, n_actors)
-                log(f"ppo1: resuming from {path} (iteration {state['iteration']}, {state['timesteps']} steps)")
-    except PPO1Error as e:
-        error = e
-    comm.agree(error)
-    state, path = comm.bcast((state, path))
-
-    iteration, timesteps, episodes_total = 0, 0, 0
-    recent = collections.deque(maxlen=100)  # (return, length) of the last 100 real games, all ranks
-    obs = venv.reset()
-    try:  # a checkpoint whose contents do not fit is one line on every rank, not a traceback
-        if state is not None:
-            policy.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
-            iteration, timesteps, episodes_total = state["iteration"], state["timesteps"], state["episodes"]
-            recent.extend(zip(state["recent_returns"], state["recent_lengths"]))
-            if state["n_ranks"] == comm.size:
-                mine = state["ranks"][comm.rank]
-                torch.set_rng_state(mine["torch_rng"])
-                rng.bit_generator.state = mine["np_rng"]
-                random.setstate(mine["py_rng"])
-                devices.set_rng_state(device, mine.get("cuda_rng"))
-                if mine["envs"] is not None:
-                    obs = venv.set_state(mine["envs"])
-            else:
-                log(f"ppo1: the checkpoint ran on {state['n_ranks']} ranks, this run on {comm.size} (same "
-                    f"{n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
-    except Exception as e:
-        error = PPO1Error(f"checkpoint {path} does not fit this run and cannot be restored: "
-                          f"{type(e).__name__}: {e}".splitlines()[0][:400])
-    comm.agree(error)
-    del state
-    comm.broadcast_parameters(policy)
-    comm.check_synced(policy)
-
-    n_iters = config.num_iterations(comm.size)
-    steps_per_iter = config.steps_per_iteration(comm.size)
-    T, k = config.timesteps_per_actorbatch, config.envs_per_rank
-    if comm.is_root:
-        log(f"ppo1: {config.env_name}, {comm.size} ranks x {k} envs = {n_actors} actors, "
-            f"{threads} torch thread(s) per rank, {n_iters} iterations of {steps_per_iter} steps; "
-            f"run dir {config.run_dir}")
-        progress = ProgressLog(config.run_dir, total_steps=n_iters * steps_per_iter, start_step=timesteps)
-        video = TrainingVideo(config, log=progress.note)
-        log = progress.note  # later messages go above the progress bar
-    episode_log = EpisodeLog(config.run_dir, comm.rank, warn=log if comm.is_root else None)
-    collector = Collector(venv, policy, T, obs, device)
-    dist_fn = devices.CompiledDist(policy, lambda m: log(m)) if config.compile else None
-    update_seconds = 0.0
-    start, start_steps, start_iteration = time.time(), timesteps, iteration
-
-    def save() -> str | None:
-        """Collective: rank 0 writes a checkpoint of every rank's state. Returns the error, if any."""
-        wd.phase = "checkpoint gather"
-        ranks = comm.gather({"torch_rng": torch.get_rng_state(), "np_rng": rng.bit_generator.state,
-                             "py_rng": random.getstate(), "envs": venv.get_state(),
-                             "cuda_rng": devices.rng_state(device)})
-        problem = None
-        if comm.is_root:
-            try:
-                checkpoint.save(config.run_dir, {
-                    "format": checkpoint.FORMAT, "model": devices.to_cpu(policy.state_dict()),
-                    "optimizer": devices.to_cpu(optimizer.state_dict()),
-                    "iteration": iteration, "timesteps": timesteps, "episodes": episodes_total,
-                    "recent_returns": [r for r, _ in recent], "recent_lengths": [n for _, n in recent],
-                    "num_actions": venv.num_actions, "n_actors": n_actors, "n_ranks": comm.size,
-                    "config": config.to_dict(), "ranks": ranks}, config, keep=config.keep_checkpoints)
-            except checkpoint.CheckpointWriteError as e:
-                problem = f"checkpoint at iteration {iteration} not written ({e}); the previous one is intact"
-        return comm.bcast(problem)
-
-    exit_code, reason = 0, "done"
-    with StopRequest(quiet=not comm.is_root) as stop, Watchdog(config.watchdog_timeout, comm.rank, comm.abort) as wd:
-        while iteration < n_iters:
-            wd.phase = "rollout"
-            alpha = linear_alpha(timesteps, config.env_steps)
-            seg = collector.collect()
-            adv, ret = gae(seg.rewards, seg.values, seg.dones, seg.last_value, config.gamma, config.lam)
-            wd.phase = "observation statistics allreduce"
-            if hasattr(policy, "ob_rms"):  # baselines: observation statistics update before the epochs
-                policy.ob_rms.update(seg.obs, comm.sum)
-            N = T * k  # samples on this rank
-            t0 = time.perf_counter()
-            wd.phase = "gradient allreduce"
-            stats = update(
-                policy, optimizer, comm, rng,
-                obs=torch.from_numpy(seg.obs.reshape(N, *seg.obs.shape[2:])).to(device),  # once per iteration
-                actions=torch.from_numpy(seg.actions.reshape(N, *seg.actions.shape[2:])).to(device),
-                old_logp=torch.from_numpy(seg.logp.reshape(N)).to(device),
-                adv=torch.from_numpy(standardize(adv.reshape(N)) if config.adv_norm == "batch"
-                                     else adv.reshape(N)).to(device),
-                returns=torch.from_numpy(ret.reshape(N)).to(device),
-                clip=config.clip_param(alpha), lr=config.optim_stepsize * alpha, epochs=config.optim_epochs,
-                minibatch=config.optim_batchsize * k, vf_coef=config.vf_coef, ent_coef=config.ent_coef,
-                adv_norm=config.adv_norm, max_grad_norm=config.max_grad_norm, dist_fn=dist_fn)
-            update_seconds += time.perf_counter() - t0
-            iteration += 1
-            timesteps += steps_per_iter
-
-            episode_log.write(seg.episodes, timesteps)
-            wd.phase = "episode statistics allgather"
-            finished = [g for games in comm.allgather([(e.ret, e.length) for e in seg.episodes]) for g in games]
-            episodes_total += len(finished)
-            recent.extend(finished)
-            values = np.array([stats[key] for key in sorted(stats)] +
-                              [explained_variance(seg.values.reshape(-1), ret.reshape(-1)), stop.signum])
-            wd.phase = "statistics allreduce"
-            means = comm.mean(values)  # also tells every rank whether any rank was signalled
-            if iteration % config.sync_check_interval == 0 or iteration == n_iters:
-                wd.phase = "parameter sync check"
-                comm.check_synced(policy)
-            if comm.is_root:
-                wd.phase = "progress log and video (rank 0)"
-                elapsed = time.time() - start
-                row = dict(zip(sorted(stats), means[:-2]))
-                row.update(
-                    iteration=iteration, timesteps=timesteps, episodes=episodes_total,
-                    ep_return_mean=float(np.mean([r for r, _ in recent])) if recent else float("nan"),
-                    ep_length_mean=float(np.mean([n for _, n in recent])) if recent else float("nan"),
-                    explained_variance=means[-2], clip_param=config.clip_param(alpha),
-                    stepsize=config.optim_stepsize * alpha, sps=(timesteps - start_steps) / max(elapsed, 1e-9),
-                    time_elapsed=elapsed, time_env=collector.env_seconds,
-                    time_inference=collector.inference_seconds, time_update=update_seconds,
-                    time_comm=comm.seconds)
-                progress.write(row, finished)
-                video.maybe_record(policy, iteration, timesteps)
-
-            if means[-1] > 0:
-                signum = max(comm.allgather(stop.signum)) or signal.SIGTERM
-                exit_code, reason = 128 + signum, f"stopped by {signal.Signals(signum).name}"
-            elif stop_after and iteration - start_iteration >= stop_after:
-                reason = f"stopped after {stop_after} iterations (--stop_after_iterations)"
-            final = exit_code or reason != "done" or iteration == n_iters
-            if final or iteration % config.save_interval == 0:
-                problem = save()
-                if problem and final:
-                    err = PPO1Error(problem)
-                    err.all_ranks = True
-                    raise err
-                if problem and comm.is_root:
-                    log(f"ppo1: warning: {problem}; training continues")
-            wd.beat()
-            if final:
-                break
-
-    episode_log.close()
-    venv.close()
-    if comm.is_root:
-        progress.close()
-        lock.release()
-        latest = os.path.join(config.run_dir, checkpoint.LATEST)
-        if reason == "done":
-            log(f"ppo1: done: {timesteps} steps in {iteration} iterations; checkpoint {latest}")
-        else:
-            log(f"ppo1: {reason} at iteration {iteration} ({timesteps} of {config.env_steps} steps); "
-                f"checkpoint {latest}; run the same command again to resume")
-    return {"iteration": iteration, "timesteps": timesteps, "episodes": episodes_total, "exit_code": exit_code}
+    return Trainer(config, comm, log, fresh, stop_after).run()

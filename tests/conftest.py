@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
 
@@ -13,17 +12,17 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @functools.lru_cache(maxsize=None)
+def _mpirun(np_: int) -> list[str] | None:
+    from ppo1.distributed import mpirun_command as find
+    return find(np_)
+
+
 def mpirun_command(np_: int) -> list[str]:
-    """The mpirun of the venv's MPI (the mpich wheel) or of the system, with the flags it needs here."""
-    here = os.path.join(os.path.dirname(sys.executable), "mpirun")
-    exe = here if os.path.exists(here) else shutil.which("mpirun") or shutil.which("mpiexec")
-    if exe is None:
+    """ppo1's mpirun command for np_ ranks; the test is skipped where there is no mpirun."""
+    cmd = _mpirun(np_)
+    if cmd is None:
         pytest.skip("no mpirun found")
-    cmd = [exe, "-np", str(np_)]
-    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
-    if "Open MPI" in version or "OpenRTE" in version:
-        cmd[1:1] = ["--oversubscribe", "--allow-run-as-root"]
-    return cmd
+    return list(cmd)
 
 
 def run_cli(args: list[str], np_: int = 1, timeout: float = 300, cwd: str | None = None,

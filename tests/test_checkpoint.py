@@ -8,17 +8,14 @@ from ppo1.config import Config
 
 
 def state(iteration, **kw):
-    s = {"format": checkpoint.FORMAT, "model": {"w": torch.full((3,), float(iteration))},
-         "iteration": iteration, "timesteps": iteration * 10, "num_actions": 6, "n_actors": 8,
-         "config": Config().to_dict()}
-    s.update(kw)
-    return s
+    return checkpoint.TrainState(model={"w": torch.full((3,), float(iteration))}, config=Config().to_dict(),
+                                 num_actions=6, n_actors=8, iteration=iteration, timesteps=iteration * 10, **kw)
 
 
 def test_round_trip_loads_with_weights_only(tmp_path):
     path = checkpoint.save(str(tmp_path), state(1), Config())
     loaded = checkpoint.load(path)
-    assert loaded["iteration"] == 1 and torch.equal(loaded["model"]["w"], torch.ones(3))
+    assert loaded.iteration == 1 and torch.equal(loaded.model["w"], torch.ones(3))
     assert torch.load(path, weights_only=True)["timesteps"] == 10
     assert checkpoint.load_config(str(tmp_path)) == Config()
 
@@ -29,7 +26,7 @@ def test_latest_points_at_the_newest_and_only_k_are_kept(tmp_path):
     names = sorted(os.listdir(tmp_path))
     assert names == ["ckpt-00000004.pt", "ckpt-00000005.pt", "config.json", "latest.pt"]
     s, path, problems = checkpoint.load_newest(str(tmp_path))
-    assert s["iteration"] == 5 and path.endswith("latest.pt") and problems == []
+    assert s.iteration == 5 and path.endswith("latest.pt") and problems == []
 
 
 def test_failed_write_keeps_the_previous_checkpoint(tmp_path):
@@ -44,7 +41,7 @@ def test_failed_write_keeps_the_previous_checkpoint(tmp_path):
 
     with pytest.raises(Boom):
         checkpoint.atomic_write(os.path.join(tmp_path, "latest.pt"), failing)
-    assert checkpoint.load(os.path.join(tmp_path, "latest.pt"))["iteration"] == 1
+    assert checkpoint.load(os.path.join(tmp_path, "latest.pt")).iteration == 1
     assert not [n for n in os.listdir(tmp_path) if ".tmp" in n], "no temp file left behind"
 
 
@@ -55,7 +52,7 @@ def test_truncated_newest_falls_back_to_the_previous_one(tmp_path):
     with open(path2, "r+b") as f:   # latest.pt is the same file (hard link)
         f.truncate(size // 2)
     s, path, problems = checkpoint.load_newest(str(tmp_path))
-    assert s["iteration"] == 1 and path.endswith("ckpt-00000001.pt")
+    assert s.iteration == 1 and path.endswith("ckpt-00000001.pt")
     assert len(problems) == 2 and "corrupt" in problems[0]
 
 
@@ -94,3 +91,33 @@ def test_checkpoint_with_other_action_count_or_actors_is_refused():
         checkpoint.validate(state(1), Config(), 4, 8)
     with pytest.raises(PPO1Error, match="8 actors"):
         checkpoint.validate(state(1), Config(), 6, 4)
+
+
+def _saved_before_train_state(iteration: int = 3) -> dict:
+    """A resumable checkpoint dict exactly as ppo1 wrote it before TrainState (format 1)."""
+    rank = {"torch_rng": torch.get_rng_state(), "np_rng": {"bit_generator": "PCG64"}, "py_rng": (3, (1, 2), None),
+            "envs": None, "cuda_rng": None}
+    old = dict(Config().to_dict(), extra={})
+    return {"format": 1, "model": {"w": torch.ones(3)}, "optimizer": {"state": {}, "param_groups": []},
+            "iteration": iteration, "timesteps": 30, "episodes": 2, "recent_returns": [-21.0, -20.0],
+            "recent_lengths": [800, 900], "num_actions": 6, "n_actors": 8, "n_ranks": 2, "config": old,
+            "ranks": [rank, rank]}
+
+
+def test_a_checkpoint_written_before_train_state_resumes_and_is_written_back_the_same(tmp_path):
+    old = _saved_before_train_state()
+    torch.save(old, tmp_path / "latest.pt")
+    s, path, problems = checkpoint.load_newest(str(tmp_path), resume=True)
+    assert (s.iteration, s.timesteps, s.episodes, list(s.recent)) == (3, 30, 2, [(-21.0, 800), (-20.0, 900)])
+    assert s.rank(1).py_rng == (3, (1, 2), None) and s.n_ranks == 2 and not problems
+    again = s.to_checkpoint()
+    assert sorted(again) == sorted(old)
+    assert all(again[k] is old[k] or again[k] == old[k] for k in old if k not in ("model", "ranks"))
+    assert checkpoint.TrainState.from_checkpoint(again, "again", resume=True).to_checkpoint().keys() == again.keys()
+
+
+def test_a_checkpoint_without_what_a_training_resumes_from_loads_for_play_only(tmp_path):
+    checkpoint.save(str(tmp_path), state(1), Config())
+    assert checkpoint.load_newest(str(tmp_path))[0].optimizer is None
+    with pytest.raises(PPO1Error, match="is incomplete: it has no 'optimizer'"):
+        checkpoint.load_newest(str(tmp_path), resume=True)

@@ -1,4 +1,5 @@
 import dataclasses
+import json
 
 import pytest
 
@@ -14,8 +15,25 @@ def test_defaults_are_the_papers_atari_hyperparameters():
 
 
 def test_json_round_trip_keeps_every_field():
-    c = Config(env_name="ALE/Breakout-v5", gamma=0.9, envs_per_rank=3, extra={"a": 1})
+    c = Config(env_name="ALE/Breakout-v5", gamma=0.9, envs_per_rank=3)
     assert Config.from_json(c.to_json()) == c
+
+
+def test_config_json_of_older_versions_with_extra_still_loads(tmp_path):
+    from ppo1.checkpoint import load_config
+    old = dict(Config(gamma=0.9).to_dict(), extra={})          # every config.json before the key went
+    assert Config.from_dict(old) == Config(gamma=0.9)
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    assert load_config(str(tmp_path)) == Config(gamma=0.9)
+
+
+def test_every_field_has_one_line_help_and_the_cli_shows_it():
+    from ppo1.cli import build_parser
+    text = build_parser().format_help()
+    for f in dataclasses.fields(Config):
+        help_text = f.metadata.get("help", "")
+        assert help_text.strip() and "\n" not in help_text, f.name
+        assert f"--{f.name}" in text, f.name
 
 
 def test_unknown_json_key_is_refused():
@@ -63,3 +81,11 @@ def test_clip_is_annealed_unless_anneal_clip_is_off():
 def test_new_knobs_refuse_bad_values(field, value):
     with pytest.raises(PPO1Error, match=field):
         dataclasses.replace(Config(), **{field: value}).validate()
+
+
+def test_every_field_has_a_row_in_the_readme_flag_tables():
+    import os
+    import re
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
+    rows = set(re.findall(r"^\| `--(\w+)", readme, re.M))
+    assert [f.name for f in dataclasses.fields(Config) if f.name not in rows] == []

@@ -166,7 +166,7 @@ def test_cpu_run_then_resumed_with_another_device_string(tmp_path):
     expected = "cpu" if cuda_count() == 0 else "cuda:0"
     assert r.stdout.splitlines()[0].startswith(f"ppo1: device {expected}"), r.stdout
     assert json.loads((tmp_path / "d" / "config.json").read_text())["device"] == "auto"
-    assert checkpoint.load(str(tmp_path / "d" / "latest.pt"))["iteration"] == 2
+    assert checkpoint.load(str(tmp_path / "d" / "latest.pt")).iteration == 2
 
 
 def test_two_ranks_name_their_device_on_the_first_line(tmp_path):

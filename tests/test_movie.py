@@ -7,7 +7,9 @@ from PIL import Image, ImageSequence
 from conftest import decode, run_cli
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.movie import FPS, GIF_FPS, movie
+from ppo1.evaluate import FPS
+from ppo1.movie import movie
+from ppo1.video import GIF_FPS
 
 RECORDED = re.compile(r"score (-?\d+), (\d+) agent steps, (\d+) frames \([\d.]+ s at 60 fps\) -> (\S+\.mp4)")
 

@@ -15,7 +15,7 @@ import pytest
 
 from multihost.hosts import Hosts, mpiexec, unavailable
 from ppo1 import checkpoint
-from ppo1.envs import cpu_count
+from ppo1.device import cpu_count
 from ppo1.watchdog import EXIT_CODE, GRACE
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -116,5 +116,5 @@ def test_resume_then_a_cut_link_ends_every_process_on_every_host_within_the_watc
     with open(f"{hosts.disk}.host2/watchdog.rank1") as f:
         assert f.read().startswith("ppo1: watchdog: rank 1 on host ppo1-host2: no iteration finished")
     state, path, problems = checkpoint.load_newest(f"{hosts.disk}.host1/mh")
-    assert state is not None and not problems and state["iteration"] >= 4, problems
+    assert state is not None and not problems and state.iteration >= 4, problems
     checkpoint.load(os.path.join(f"{hosts.disk}.host1/mh", checkpoint.LATEST))

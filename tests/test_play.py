@@ -11,7 +11,7 @@ from ppo1.cli import _apply_mode_flags, build_parser
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import AtariEnv
-from ppo1.play import choose_action, generator_for, load_trained
+from ppo1.evaluate import choose_action, generator_for, load_trained
 
 GAME = re.compile(r"^game (\d+)/(\d+): score (-?\d+), (\d+) agent steps(?: \(rank (\d)\))?$", re.M)
 

@@ -78,7 +78,8 @@ def _tiny_update(**kw):
     import numpy as np
     from ppo1.distributed import Comm
     from ppo1.policies import build
-    from ppo1.ppo import update
+    from ppo1.ppo import Hyper, update
+    from ppo1.rollout import Batch
     torch.manual_seed(0)
     policy = build("small", 3)
     opt = torch.optim.Adam(policy.parameters(), lr=1e-3)
@@ -89,8 +90,8 @@ def _tiny_update(**kw):
     actions = torch.arange(n) % 3
     old_logp = dist.log_prob(actions)
     adv = torch.linspace(-3, 5, n)
-    stats = update(policy, opt, Comm(None), np.random.default_rng(0), obs, actions, old_logp, adv,
-                   torch.zeros(n), clip=0.1, lr=1e-3, epochs=1, minibatch=8, vf_coef=1.0, ent_coef=0.0, **kw)
+    stats = update(policy, opt, Comm(None), Batch(obs, actions, old_logp, adv, torch.zeros(n), np.random.default_rng(0)),
+                   Hyper(clip=0.1, lr=1e-3, epochs=1, minibatch=8, vf_coef=1.0, ent_coef=0.0, **kw))
     return policy, stats
 
 

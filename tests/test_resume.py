@@ -157,7 +157,7 @@ def test_kill_9_at_any_moment_leaves_a_loadable_checkpoint(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         state, path, problems = checkpoint.load_newest(str(tmp_path / "k"))
-        assert state is not None and state["iteration"] >= 1, problems
+        assert state is not None and state.iteration >= 1, problems
 
 
 def test_failed_checkpoint_write_warns_keeps_the_previous_and_fails_at_the_end(tmp_path):

@@ -1,0 +1,192 @@
+"""What the modes share: a trained policy loaded from a run, its actions, and whole games played with it.
+
+`play` and `movie` (and the videos taken during training) are peers that build on this module; none
+of them imports another mode. Games here are whole (all lives, unclipped score, no life-loss resets:
+`AtariEnv(training=False)`); envs with vector observations play their own episodes (`GymEnv`).
+Actions are sampled with a generator of their own, so evaluation never moves the global torch RNG
+that training uses.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from ppo1 import PPO1Error, checkpoint
+from ppo1.config import Config
+from ppo1.device import configure, fit_threads, select_device
+from ppo1.distributed import Comm
+from ppo1.envs import AtariEnv, Episode, GymEnv, is_atari, make_eval_env
+from ppo1.policies import ActorCritic, build
+
+# Flags that play and movie take from the command line; every other setting is the checkpoint's.
+EVAL_FLAGS = ("checkpoint_dir", "model_name", "asset_dir", "seed", "num_threads", "deterministic", "device",
+              "compile")
+FPS = 60  # emulator frames per second (NTSC): a recorded Atari game runs in real time at this rate
+
+
+@dataclasses.dataclass
+class Trained:
+    """A policy restored from a checkpoint, with the settings it was trained with."""
+
+    policy: ActorCritic
+    config: Config      # the checkpoint's config, with the evaluation flags (EVAL_FLAGS) applied
+    path: str
+    iteration: int
+    timesteps: int
+
+    def describe(self) -> str:
+        """e.g. `checkpoints/pong/latest.pt (iteration 40, 40960 steps)`."""
+        return f"{self.path} (iteration {self.iteration}, {self.timesteps} steps)"
+
+
+def _load_on_root(config: Config, given: dict) -> tuple[checkpoint.TrainState, str, Config]:
+    """Rank 0's part of load_trained: (the newest checkpoint without its training-only parts, its path,
+    its config with the evaluation flags applied). Raises PPO1Error."""
+    run_dir = config.run_dir
+    if not os.path.isdir(run_dir):
+        raise PPO1Error(f"no run directory {run_dir}: train one first (--mode train), or point "
+                        f"--checkpoint_dir/--model_name at an existing run")
+    state, path, _problems = checkpoint.load_newest(run_dir)
+    if state is None:
+        raise PPO1Error(f"no checkpoint in {run_dir} (no latest.pt or ckpt-*.pt): train first (--mode train)")
+    saved = Config.from_dict(state.config)
+    for name, value in sorted(given.items()):
+        if name not in EVAL_FLAGS and value != getattr(saved, name):
+            raise PPO1Error(
+                f"--{name}={value!r} conflicts with the checkpoint {path}, trained with {name}="
+                f"{getattr(saved, name)!r}: play and movie take the game and model from the checkpoint, "
+                f"so leave --{name} out")
+    saved = dataclasses.replace(saved, **{n: getattr(config, n) for n in EVAL_FLAGS if hasattr(config, n)})
+    return dataclasses.replace(state, optimizer=None, ranks=None), path, saved
+
+
+def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
+    """The newest checkpoint of config.run_dir as a policy, on every rank.
+
+    `given` holds the Config flags given on the command line; any of them outside EVAL_FLAGS must
+    match the checkpoint's saved value. Raises PPO1Error (on every rank) for a missing run,
+    a missing or unreadable checkpoint, or a conflicting flag.
+    """
+    error, loaded = None, None
+    try:
+        device = select_device(config.device, comm.local_rank)
+        if comm.is_root:
+            loaded = _load_on_root(config, given)
+    except PPO1Error as e:
+        error = e
+    comm.agree(error)
+    state, path, saved = comm.bcast(loaded)
+    if saved.model_type == "mlp":  # the MLP's shape comes from the env's spaces
+        env = make_eval_env(saved.env_name, np.random.SeedSequence(0))
+        policy = build(saved.model_type, env.action_space, env.obs_shape)
+        env.close()
+    else:
+        policy = build(saved.model_type, state.num_actions)
+    policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
+    configure(device, config.deterministic)
+    policy.to(device).eval()
+    # batch-1 forward passes: 1 thread is fastest
+    torch.set_num_threads(fit_threads(given.get("num_threads") or 1,
+                                      (lambda m: print(m, flush=True)) if comm.is_root else (lambda m: None)))
+    return Trained(policy, saved, path, state.iteration, state.timesteps)
+
+
+@torch.no_grad()
+def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator: torch.Generator):
+    """The action for one observation: the most probable (greedy) or one sampled from pi.
+
+    Returns an int (discrete actions) or a float32 array (Box actions). Samples with its own
+    generator, so evaluation never moves the global torch RNG that training uses. A policy on a GPU
+    computes the distribution there; the action is drawn on the CPU with the same generator.
+    """
+    device = next(policy.parameters()).device
+    dist, _value = policy.dist(torch.from_numpy(obs).unsqueeze(0).to(device))
+    if getattr(policy, "continuous", False):
+        base = dist.base_dist
+        mean, std = base.mean.cpu(), base.stddev.cpu()
+        noise = 0.0 if greedy else std * torch.randn(mean.shape, generator=generator)
+        return (mean + noise)[0].numpy()
+    if greedy:
+        return int(dist.logits.argmax(-1))
+    return int(torch.multinomial(dist.probs.cpu(), 1, generator=generator))
+
+
+def generator_for(seed: np.random.SeedSequence) -> torch.Generator:
+    """A torch generator seeded from a SeedSequence."""
+    return torch.Generator().manual_seed(int(seed.generate_state(1, np.uint64)[0] >> 1))
+
+
+def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.Generator,
+               on_game: Callable[[Episode], None] = lambda ep: None) -> list[Episode]:
+    """Play n whole games in `env` (from make_eval_env). Returns their Episodes."""
+    games: list[Episode] = []
+    obs = env.reset()
+    while len(games) < n:
+        obs, _reward, _done, episode = env.step(choose_action(policy, obs, greedy, generator))
+        if episode is not None:
+            games.append(episode)
+            on_game(episode)
+    return games
+
+
+class _FrameTap:
+    """Stands in for an AtariEnv's ALEInterface: forwards every call, and hands the RGB screen after
+    each emulated frame of the first game started through it to `sink`."""
+
+    def __init__(self, ale: Any, sink: Callable[[np.ndarray], None]):
+        self._ale, self._sink, self.games = ale, sink, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ale, name)
+
+    def reset_game(self) -> None:
+        self.games += 1
+        self._ale.reset_game()
+
+    def act(self, action, *args) -> float:
+        reward = self._ale.act(action, *args)
+        if self.games == 1:
+            self._sink(self._ale.getScreenRGB())
+        return reward
+
+
+def open_game(env_name: str, seed: np.random.SeedSequence) -> tuple[Any, np.ndarray | None, tuple[int, int], int]:
+    """An env for stream_game: (env, its first observation or None if stream_game resets it,
+    (height, width) of its frames, frames per second). Atari: every emulator frame, raw RGB 210x160
+    at 60 fps; vector-observation envs: their own renderer, one frame per agent step."""
+    if is_atari(env_name):
+        env = AtariEnv(env_name, seed, training=False)
+        return env, None, tuple(env.ale.getScreenDims()), FPS
+    env = GymEnv(env_name, seed, render_mode="rgb_array")
+    obs = env.reset()
+    return env, obs, env.rgb().shape[:2], env.fps
+
+
+def stream_game(policy: ActorCritic, env, obs: np.ndarray | None, sink: Callable[[np.ndarray], None],
+                generator: torch.Generator, greedy: bool = False,
+                enough: Callable[[], bool] = lambda: False) -> tuple[float, int, bool]:
+    """Play one game of an env from open_game, handing every frame to `sink` ((H, W, 3) uint8) as it
+    is drawn, until the game ends or `enough()`. Returns (real score so far, agent steps, finished)."""
+    atari = isinstance(env, AtariEnv)
+    if atari:
+        env.ale = _FrameTap(env.ale, sink)
+        obs = env.reset()
+    else:
+        sink(env.rgb())
+    finished, steps, episode = False, 0, None
+    while not finished and not enough():
+        obs, _reward, _done, episode = env.step(choose_action(policy, obs, greedy, generator))
+        steps += 1
+        finished = episode is not None
+        if not atari and not finished:  # a finished GymEnv has already reset: skip that frame
+            sink(env.rgb())
+    return (episode.ret if finished else env.ep_return), steps, finished
+
+
+def fmt_score(score: float) -> str:
+    """A game score as text: whole numbers without a decimal point or exponent (1234567, -21)."""
+    return str(int(score)) if float(score).is_integer() else f"{score:.2f}"
