@@ -90,9 +90,15 @@ def _holder(fd: int) -> str:
 
 
 def move_aside(run_dir: str) -> str | None:
-    """Rename an existing run directory to <run_dir>.old-<time>; returns the new name."""
+    """Rename an existing run directory to <run_dir>.old-<time>; returns the new name. A directory
+    holding nothing but the lock file (made by this start) is not a previous run: None."""
     if not os.path.lexists(run_dir):
         return None
+    try:
+        if os.path.isdir(run_dir) and set(os.listdir(run_dir)) <= {LOCK}:
+            return None
+    except OSError:
+        pass  # the rename below reports the problem in plain words
     target = f"{run_dir.rstrip(os.sep)}.old-{time.strftime('%Y%m%d-%H%M%S')}"
     n = 1
     while os.path.lexists(target):
@@ -132,12 +138,12 @@ def prepare_run_dir(run_dir: str, fresh: bool = False, log: Callable[[str], None
     lock = RunLock(run_dir).acquire(log)
     if fresh:
         moved = move_aside(run_dir)
-        if moved:
+        if moved:  # the held lock file went with it: lock the new directory
             log(f"ppo1: --fresh: moved the previous run to {moved}")
-        ensure_writable_dir(run_dir, "run directory")
-        new = RunLock(run_dir).acquire(log)
-        lock.release()
-        lock = new
+            ensure_writable_dir(run_dir, "run directory")
+            new = RunLock(run_dir).acquire(log)
+            lock.release()
+            lock = new
     removed = remove_stale_temp_files(run_dir)
     if removed:
         log(f"ppo1: removed {len(removed)} temp file(s) of an interrupted save: "

@@ -78,6 +78,13 @@ def test_fresh_moves_the_old_run_aside(tmp_path):
     assert latest(tmp_path / "f")["iteration"] == 2  # 1 rank x 2 envs x 64 steps: 2 iterations
 
 
+def test_fresh_on_a_new_run_moves_nothing_aside(tmp_path):
+    r = run_cli([*TINY, "--env_steps", "128", "--checkpoint_dir", str(tmp_path), "--model_name", "new", "--fresh"])
+    assert r.returncode == 0, r.stderr
+    assert "moved the previous run" not in r.stdout
+    assert sorted(os.listdir(tmp_path)) == ["new"]
+
+
 def test_other_rank_count_with_the_same_actors_resumes_with_a_notice(tmp_path):
     common = ["--timesteps_per_actorbatch", "64", "--optim_batchsize", "16", "--checkpoint_dir", str(tmp_path),
               "--model_name", "n"]
