@@ -46,6 +46,7 @@ class StopRequest:
     def __init__(self, quiet: bool = False):
         self.signum = 0
         self.quiet = quiet  # ranks other than 0 exit without a word
+        self.saved = False  # the stop's checkpoint is written (the loop has ended for the signal)
         self._previous: dict = {}
 
     def __enter__(self) -> "StopRequest":
@@ -53,22 +54,32 @@ class StopRequest:
             self._previous[s] = signal.signal(s, self._handle)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
+        if self.signum and exc_type is None:
+            # The loop stopped for the signal and its checkpoint is written. Keep the handler: a second
+            # signal while the run winds down must still exit at once, not die of the default action.
+            self.saved = True
+            return
         for s, handler in self._previous.items():
             signal.signal(s, handler)
 
     def _handle(self, signum, frame) -> None:
         if self.signum:  # the second: exit now, one line, no traceback (a save cut short leaves only a temp file)
             if not self.quiet:
-                os.write(2, f"ppo1: second {signal.Signals(signum).name}: exiting now without a checkpoint; the "
-                            f"newest one on disk is intact\n".encode())
+                what = ("; the checkpoint of this stop is written" if self.saved else
+                        " without a checkpoint; the newest one on disk is intact")
+                os.write(2, f"ppo1: second {signal.Signals(signum).name}: exiting now{what}\n".encode())
             os._exit(128 + signum)
         self.signum = signum
 
     def agreed(self, comm: Comm) -> int:
         """Collective: the signal a rank has received (the highest number when several did), 0 if none,
-        the same on every rank, so all ranks stop after the same iteration."""
-        return max(comm.allgather(self.signum))
+        the same on every rank, so all ranks stop after the same iteration. A rank that stops for
+        another rank's signal counts it as its own: a signal after this one exits at once."""
+        agreed = max(comm.allgather(self.signum))
+        if agreed and not self.signum:
+            self.signum = agreed
+        return agreed
 
 
 class Trainer:

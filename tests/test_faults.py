@@ -442,8 +442,11 @@ def test_a_second_sigterm_exits_at_once_with_one_line(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == 143, err
-    assert [line for line in err.splitlines() if line.strip()] == [
-        "ppo1: second SIGTERM: exiting now without a checkpoint; the newest one on disk is intact"]
+    # the second signal lands during the iteration (no checkpoint yet) or, when the first came near
+    # an iteration's end, after the stop's checkpoint: either way at once, with one line
+    assert [line for line in err.splitlines() if line.strip()] in (
+        ["ppo1: second SIGTERM: exiting now without a checkpoint; the newest one on disk is intact"],
+        ["ppo1: second SIGTERM: exiting now; the checkpoint of this stop is written"])
 
 
 def test_ctrl_c_while_starting_is_one_line(tmp_path):
