@@ -216,6 +216,7 @@ def _pct(x: float) -> str:
 
 def format_report(report: dict) -> str:
     lines = [f"ppo1 throughput: {report['env_name']}, {report['cores']} cores, torch {report['torch']}, "
+             f"--device {report.get('device', 'auto')}{' --compile' if report.get('compile') else ''}, "
              f"{report['warmup']} warm-up + {report['iterations']} timed iterations, "
              f"load {report['load_start'][0]:.2f} at start, {report['load_end'][0]:.2f} at end", ""]
     head = (f"{'scenario':<9} {'setting':<30} {'SPS':>6} {'env':>4} {'infer':>5} {'update':>6} {'other':>5} "
@@ -247,7 +248,7 @@ def format_report(report: dict) -> str:
         sb = report["sb3"]
         lines += ["", f"Stable-Baselines3 {sb['version']} PPO: {sb['policy']}, {sb['n_envs']} envs ({sb['vec_env']}), "
                       f"n_steps {sb['n_steps']}, {sb['n_epochs']} epochs, batch {sb['batch_size']}, "
-                      f"{sb['torch_threads']} torch threads: {sb['sps']:.0f} SPS over {sb['steps']} steps, "
+                      f"{sb['torch_threads']} torch threads, device {sb.get('device', 'cpu')}: {sb['sps']:.0f} SPS over {sb['steps']} steps, "
                       f"peak RSS {sb['peak_rss_mb']:.0f} MB, other load "
                       f"{'-' if sb['foreign_cores'] is None else format(sb['foreign_cores'], '.2f')} cores"]
     if report["comparisons"]:
@@ -308,7 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
                    f"other processes did not disturb (< {DISTURBED} cores) is kept")
     p.add_argument("--no_limits", action="store_true", help="skip the machine-limit measurements")
     p.add_argument("--limit_seconds", type=float, default=3.0, help="seconds per limit measurement")
-    p.add_argument("--compare", choices=("sb3",), help="also time Stable-Baselines3 PPO (pip install -e '.[bench]')")
+    p.add_argument("--compare", choices=("sb3",), help="also time Stable-Baselines3 PPO (pip install -e '.[bench]') on --device "
+                   "(SB3's own device setting: auto = CUDA where there is a GPU)")
     p.add_argument("--sb3_steps", type=int, default=16384, help="SB3 timed agent steps (default: %(default)s)")
     p.add_argument("--sb3_warmup", type=int, default=2048, help="SB3 untimed agent steps first")
     p.add_argument("--sb3_vec", choices=("dummy", "subproc"), default="dummy",
@@ -337,7 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     from ppo1 import device as devices
 
     workdir = tempfile.mkdtemp(prefix="ppo1-bench-")
+    gpu = torch.cuda.get_device_name(0) if args.device != "cpu" and devices.cuda_count() else None
     report = {"env_name": args.env_name, "cores": devices.cpu_count(), "torch": torch.__version__, "warmup": args.warmup,
+              "device": args.device + (f" ({gpu})" if gpu else ""), "compile": args.compile,
               "iterations": args.iterations, "load_start": os.getloadavg(), "runs": [], "comparisons": []}
     try:
         by_name: dict[str, dict] = {}
@@ -348,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
             busy_before, own_before, t_before = busy_cpu_seconds(), children_cpu_seconds(), time.monotonic()
             sb3 = report["sb3"] = _json_subprocess(
                 "bench.sb3", {"env_name": args.env_name, "steps": args.sb3_steps, "warmup": args.sb3_warmup,
-                              "vec": args.sb3_vec}, os.path.join(workdir, "sb3.log"), timeout=3600)
+                              "vec": args.sb3_vec, "device": args.device}, os.path.join(workdir, "sb3.log"), timeout=3600)
             busy_after, own_after, t_after = busy_cpu_seconds(), children_cpu_seconds(), time.monotonic()
             sb3["foreign_cores"] = None if busy_before is None else max(
                 0.0, (busy_after - busy_before - (own_after - own_before)) / (t_after - t_before))

@@ -212,7 +212,9 @@ def test_cuda_gradient_average_and_fused_adam_keep_two_ranks_bit_identical():
 
 
 @cuda
-def test_cuda_batched_act_matches_the_cpu_policy():
+def test_cuda_batched_act_matches_the_cpu_policy(monkeypatch):
+    # compare full float32 with the CPU, not TF32 convolutions (torch's default on the GPU)
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
     policy = build("small", 6)
     gpu = build("small", 6).cuda()
     gpu.load_state_dict(policy.state_dict())

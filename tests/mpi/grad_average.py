@@ -16,6 +16,9 @@ comm = Comm.create()
 assert comm.size == 2, comm.size
 torch.set_num_threads(1)
 device = torch.device(sys.argv[1] if len(sys.argv) > 1 else "cpu")
+# Full float32 on the GPU: with TF32 convolutions (torch's default there) a half batch and the union
+# batch differ by ~1e-3 relative, which is rounding, not a wrong average.
+torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
 
 # identical data on every rank: the union batch; rank r owns half r
 g = torch.Generator().manual_seed(0)
@@ -46,7 +49,8 @@ half = torch.arange(comm.rank * N // 2, (comm.rank + 1) * N // 2, device=device)
 grads(half)
 comm.average_gradients(list(policy.parameters()))
 for u, p in zip(union, policy.parameters()):
-    torch.testing.assert_close(p.grad, u, rtol=1e-5, atol=1e-7)
+    # cuDNN may choose other algorithms for 8 and 16 samples: a little more rounding there
+    torch.testing.assert_close(p.grad, u, rtol=1e-5 if device.type == "cpu" else 1e-4, atol=1e-7)
     assert p.grad.abs().sum() > 0
 
 # PPO updates on different data per rank keep the ranks bit-identical
