@@ -336,12 +336,16 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from bench.limits import ideal_sps
+    from ppo1 import PPO1Error
     from ppo1 import device as devices
 
+    try:  # rank 0's device, named as ppo1's first console line names it; a bad --device stops here
+        where = devices.describe(devices.select_device(args.device, 0))
+    except PPO1Error as e:
+        raise SystemExit(f"bench.throughput: error: {e}")
     workdir = tempfile.mkdtemp(prefix="ppo1-bench-")
-    gpu = torch.cuda.get_device_name(0) if args.device != "cpu" and devices.cuda_count() else None
     report = {"env_name": args.env_name, "cores": devices.cpu_count(), "torch": torch.__version__, "warmup": args.warmup,
-              "device": args.device + (f" ({gpu})" if gpu else ""), "compile": args.compile,
+              "device": args.device if where == args.device else f"{args.device}: {where}", "compile": args.compile,
               "iterations": args.iterations, "load_start": os.getloadavg(), "runs": [], "comparisons": []}
     try:
         by_name: dict[str, dict] = {}
