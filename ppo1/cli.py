@@ -171,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             from ppo1.train import train
             code = train(config, comm, log=print if comm.is_root else (lambda *a, **k: None),
                          fresh=args.fresh, stop_after=args.stop_after_iterations)["exit_code"]
+            if code > 128:  # stopped by a signal, its checkpoint written: keep the signal handler to the end
+                comm.exit(code)
             return code
         elif args.mode == "play":
             from ppo1.play import play

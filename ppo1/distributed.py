@@ -205,6 +205,18 @@ class Comm:
                 err.all_ranks = True
                 raise err
 
+    def exit(self, code: int) -> None:
+        """End this rank now with `code` after a clean MPI_Finalize, skipping the interpreter's own
+        shutdown: that shutdown puts SIGINT/SIGTERM back to the default action, so a second signal
+        arriving then killed the rank without a word (exit 15). Everything must be written and closed."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        if self._comm is not None:
+            from mpi4py import MPI
+            if not MPI.Is_finalized():
+                MPI.Finalize()
+        os._exit(code)
+
     def abort(self, code: int = 1) -> None:
         """End every rank of the job now (MPI_Abort); in one process, exit."""
         sys.stdout.flush()

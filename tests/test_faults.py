@@ -442,11 +442,14 @@ def test_a_second_sigterm_exits_at_once_with_one_line(tmp_path):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert proc.returncode == 143, err
-    # the second signal lands during the iteration (no checkpoint yet) or, when the first came near
-    # an iteration's end, after the stop's checkpoint: either way at once, with one line
-    assert [line for line in err.splitlines() if line.strip()] in (
+    # the second signal lands during the iteration (no checkpoint yet), after the stop's checkpoint
+    # (when the first came near an iteration's end: it must not die of the default action, exit 15),
+    # or after rank 0 has already ended the stop (nothing left to say): at once, at most one line
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines in (
         ["ppo1: second SIGTERM: exiting now without a checkpoint; the newest one on disk is intact"],
-        ["ppo1: second SIGTERM: exiting now; the checkpoint of this stop is written"])
+        ["ppo1: second SIGTERM: exiting now; the checkpoint of this stop is written"]) or (
+        lines == [] and "run the same command again to resume" in out), (out, err)
 
 
 def test_ctrl_c_while_starting_is_one_line(tmp_path):
