@@ -12,7 +12,8 @@ run follows the first tenth of a 10M schedule, as the published curves do), c1, 
 the same initialisation, gradient clipping only when the preset has it. SB3 standardises advantages
 per minibatch only; value clipping stays off on both sides.
 
-Writes under --out (default assets/reference/<preset>[-tag]/): ppo1.csv and sb3.csv (agent steps,
+Writes under --out (default assets/reference/<preset>[-tag]/): config.json (the resolved settings; with
+--only sb3: sb3-config.json, so a ppo1 run's record stays), ppo1.csv and sb3.csv (agent steps,
 mean return of the last 100 real games), curves.png with both curves and the published reference
 points (shared/REFERENCE.md) as markers, and summary.txt (a line per side: steps, minutes, return).
 """
@@ -52,6 +53,14 @@ def resolve_config(preset: str, env_name: str, overrides: dict):
     from ppo1.cli import preset_values
     from ppo1.config import Config
 
+    from ppo1 import PPO1Error
+    from ppo1.config import PRESETS
+
+    if preset not in PRESETS:
+        raise PPO1Error(f"--preset={preset!r} is not a preset: choose from {', '.join(PRESETS)}")
+    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(Config)})
+    if unknown:
+        raise PPO1Error(f"--set {unknown[0]}=...: no such setting (the names are run_atari's flags without --)")
     given = {"preset": preset, "env_name": env_name, **overrides}
     return dataclasses.replace(Config(), **{**preset_values(given), **given}).validate()
 
@@ -172,6 +181,11 @@ def run_sb3(config, steps: int, seed: int, out: str) -> dict:
         def _on_rollout_end(self) -> None:
             if recent:
                 rows.append((self.num_timesteps, float(np.mean(recent))))
+                # written as it goes: a long run stopped early keeps its curve
+                _write_curve(os.path.join(out, "sb3.csv"), rows)
+                if len(rows) % 50 == 0:
+                    print(f"bench.reference: sb3 {self.num_timesteps} steps, {(time.time() - start) / 60:.1f} min,"
+                          f" mean of the last 100 games {rows[-1][1]:.2f}", flush=True)
 
     start = time.time()
     model.learn(total_timesteps=steps, callback=Games())
@@ -242,12 +256,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="output directory (default: assets/reference/<preset>[-<tag>])")
     args = p.parse_args(argv)
 
-    config = resolve_config(args.preset, args.env_name, _parse_set(args.set))
+    from ppo1 import PPO1Error
+    try:
+        config = resolve_config(args.preset, args.env_name, _parse_set(args.set))
+    except PPO1Error as e:
+        print(f"bench.reference: {e}", file=sys.stderr)
+        return 2
     name = args.preset + (f"-{args.tag}" if args.tag else "")
     out = os.path.abspath(args.out or os.path.join(REPO, "assets", "reference", name))
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        f.write(config.to_json())
+    if args.only != "plot":  # the settings both sides read; config.json only where ppo1 runs (its record)
+        name_json = "sb3-config.json" if args.only == "sb3" else "config.json"
+        with open(os.path.join(out, name_json), "w") as f:
+            f.write(config.to_json())
     lines = []
     if args.only in (None, "ppo1"):
         s = run_ppo1(config, args.steps, args.seed, out)

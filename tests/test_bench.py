@@ -33,3 +33,35 @@ def test_throughput_rejects_a_bad_preset():
     r = subprocess.run([sys.executable, "-m", "bench.throughput", "--preset", "nope"], cwd=REPO,
                        capture_output=True, text=True)
     assert r.returncode == 2 and "invalid choice" in r.stderr
+
+
+def test_reference_plots_both_curves_and_leaves_the_runs_config_alone(tmp_path):
+    (tmp_path / "ppo1.csv").write_text("timesteps,ep_return_mean\n1024,1.5\n2048,2.5\n")
+    (tmp_path / "config.json").write_text('{"model_name": "B"}')  # the record of the run that made ppo1.csv
+    (tmp_path / "sb3.csv").write_text("timesteps,ep_return_mean\n1024,1.0\n2048,2.0\n")
+    r = subprocess.run([sys.executable, "-m", "bench.reference", "--only", "plot", "--preset", "cleanrl",
+                        "--env_name", "BreakoutNoFrameskip-v4", "--set", "optim_epochs=2", "--out", str(tmp_path)],
+                       cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    png = tmp_path / "curves.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert json.loads((tmp_path / "config.json").read_text()) == {"model_name": "B"}
+
+
+def test_reference_resolves_a_preset_with_overrides_as_run_atari_does():
+    from bench.reference import resolve_config
+
+    config = resolve_config("cleanrl", "BreakoutNoFrameskip-v4", {"optim_epochs": 2})
+    assert config.env_name == "BreakoutNoFrameskip-v4" and config.preset == "cleanrl"
+    assert config.model_type == "large" and config.init == "orthogonal" and config.anneal_clip is False
+    assert config.optim_epochs == 2 and config.env_steps == 10_000_000
+
+
+def test_reference_refuses_an_unknown_preset_or_setting_with_one_line(tmp_path):
+    for flags, words in ((["--preset", "nope"], "not a preset"), (["--set", "nosuch=1"], "no such setting"),
+                         (["--set", "optim_epochs=0"], "--optim_epochs=0 is invalid")):
+        r = subprocess.run([sys.executable, "-m", "bench.reference", "--only", "plot", "--out", str(tmp_path),
+                            *flags], cwd=REPO, capture_output=True, text=True)
+        assert r.returncode == 2, r.stderr
+        assert words in r.stderr and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "curves.png").exists()
