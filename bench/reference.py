@@ -29,6 +29,8 @@ import sys
 import time
 from collections import deque
 
+from ppo1 import PPO1Error  # light: ppo1/__init__.py imports nothing
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ACTORS = 8
 
@@ -51,14 +53,11 @@ PUBLISHED = {
 def resolve_config(preset: str, env_name: str, overrides: dict):
     """The Config ppo1 builds for `--preset preset` plus the given overrides."""
     from ppo1.cli import preset_values
-    from ppo1.config import Config
-
-    from ppo1 import PPO1Error
-    from ppo1.config import PRESETS
+    from ppo1.config import PRESETS, Config
 
     if preset not in PRESETS:
         raise PPO1Error(f"--preset={preset!r} is not a preset: choose from {', '.join(PRESETS)}")
-    unknown = sorted(set(overrides) - {f.name for f in dataclasses.fields(Config)})
+    unknown = sorted(set(overrides) - Config.field_names())
     if unknown:
         raise PPO1Error(f"--set {unknown[0]}=...: no such setting (the names are run_atari's flags without --)")
     given = {"preset": preset, "env_name": env_name, **overrides}
@@ -170,6 +169,8 @@ def run_sb3(config, steps: int, seed: int, out: str) -> dict:
 
     recent: deque = deque(maxlen=100)
     rows: list = []
+    curve = os.path.join(out, "sb3.csv")
+    _write_curve(curve, rows)  # rewritten after every rollout: a long run stopped early keeps its curve
 
     class Games(BaseCallback):
         def _on_step(self) -> bool:
@@ -181,8 +182,7 @@ def run_sb3(config, steps: int, seed: int, out: str) -> dict:
         def _on_rollout_end(self) -> None:
             if recent:
                 rows.append((self.num_timesteps, float(np.mean(recent))))
-                # written as it goes: a long run stopped early keeps its curve
-                _write_curve(os.path.join(out, "sb3.csv"), rows)
+                _write_curve(curve, rows)
                 if len(rows) % 50 == 0:
                     print(f"bench.reference: sb3 {self.num_timesteps} steps, {(time.time() - start) / 60:.1f} min,"
                           f" mean of the last 100 games {rows[-1][1]:.2f}", flush=True)
@@ -191,7 +191,6 @@ def run_sb3(config, steps: int, seed: int, out: str) -> dict:
     model.learn(total_timesteps=steps, callback=Games())
     minutes = (time.time() - start) / 60
     env.close()
-    _write_curve(os.path.join(out, "sb3.csv"), rows)
     return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan")}
 
 
@@ -256,7 +255,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", help="output directory (default: assets/reference/<preset>[-<tag>])")
     args = p.parse_args(argv)
 
-    from ppo1 import PPO1Error
     try:
         config = resolve_config(args.preset, args.env_name, _parse_set(args.set))
     except PPO1Error as e:

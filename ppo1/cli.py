@@ -82,7 +82,7 @@ def _apply_mode_flags(args: argparse.Namespace) -> None:
 
 def _given_config_flags(args: argparse.Namespace) -> dict:
     """The Config flags given on the command line, by name."""
-    return {k: v for k, v in vars(args).items() if k in {f.name for f in dataclasses.fields(Config)}}
+    return {k: v for k, v in vars(args).items() if k in Config.field_names()}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 def build_config(args: argparse.Namespace) -> Config:
     """Config from the flags given; on top of the run's saved config.json when there is one, else on
     top of the defaults of the env's family (Atari: the PPO paper's; vector observations: VECTOR_DEFAULTS)."""
-    given = {k: v for k, v in vars(args).items() if k in {f.name for f in dataclasses.fields(Config)}}
+    given = _given_config_flags(args)
     run_dir = os.path.join(given.get("checkpoint_dir", Config.checkpoint_dir),
                            given.get("model_name", Config.model_name))
     base = Config()

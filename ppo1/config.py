@@ -237,10 +237,14 @@ class Config:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
     @classmethod
+    def field_names(cls) -> frozenset[str]:
+        """The names of every setting (the run_atari flags without --, the keys of config.json)."""
+        return frozenset(f.name for f in fields(cls))
+
+    @classmethod
     def from_dict(cls, data: dict) -> "Config":
         data = without_legacy_keys(data)
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(set(data) - cls.field_names())
         if unknown:
             raise PPO1Error(f"config has unknown keys {unknown}; was it written by a newer ppo1?")
         return cls(**data)
