@@ -69,6 +69,11 @@ def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
     assert (base.model_type, base.timesteps_per_actorbatch, base.optim_epochs, base.optim_stepsize,
             base.epsilon, base.optim_batchsize) == ("large", 256, 4, 1e-3, 0.2, 64)
     assert base.gamma == 0.99 and base.vf_coef == 1.0
+    fast = dataclasses.replace(Config(), **preset_values({"preset": "fast"}))
+    clean = dataclasses.replace(Config(), **preset_values({"preset": "cleanrl"}))
+    assert (fast.model_type, fast.optim_stepsize, fast.env_steps) == ("small", 7.5e-4, 3_000_000)
+    assert dataclasses.replace(fast, preset="cleanrl", model_type="large", optim_stepsize=2.5e-4,
+                               env_steps=10_000_000) == clean
 
 
 def test_clip_is_annealed_unless_anneal_clip_is_off():
