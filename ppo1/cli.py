@@ -145,6 +145,8 @@ def preset_values(given: dict) -> dict:
     name = given.get("preset", "paper" if atari else "mujoco")
     if name == "mujoco":
         return {"preset": name, **VECTOR_DEFAULTS}
+    if name not in PRESETS:
+        raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
     if not atari:
         raise PPO1Error(f"--preset={name} is for Atari games; vector-observation envs use --preset mujoco")
     return {"preset": name, **PRESETS[name]}
