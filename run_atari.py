@@ -8,6 +8,11 @@ if __name__ == "__main__":
 
         sys.exit(main())
     except KeyboardInterrupt:  # Ctrl-C while starting (imports, MPI): one line from rank 0, no traceback
-        if os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")) == "0":
+        from ppo1.launch import launcher_rank  # no torch: the interrupt may have cut its import short
+
+        if (launcher_rank() or 0) == 0:
             print("ppo1: interrupted while starting; nothing was written", file=sys.stderr, flush=True)
-        sys.exit(130)
+        # os._exit, not sys.exit: the interrupt may have cut an import of torch short, and the
+        # interpreter's clean-up of a half-imported extension can crash (a rank died of SIGSEGV)
+        sys.stdout.flush()
+        os._exit(130)

@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error, printed by rank 0 only."""
 
     def error(self, message: str):
-        from ppo1.distributed import launcher_rank  # torch loads only when a flag is wrong
+        from ppo1.launch import launcher_rank
         if (launcher_rank() or 0) == 0:
             print(f"ppo1: error: {message} (see --help)", file=sys.stderr, flush=True)
         sys.exit(2)

@@ -21,19 +21,8 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error
+from ppo1.launch import LAUNCHER_RANK_VARS
 from ppo1.metrics import Profile
-
-
-# What MPI launchers (mpich/hydra, Open MPI, PMIx) put in the environment of each process they start.
-LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
-
-
-def launcher_rank() -> int | None:
-    """This process's rank as the MPI launcher tells it, before MPI is initialised; None without a launcher."""
-    for var in LAUNCHER_RANK_VARS:
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return None
 
 
 def mpirun_command(np_: int) -> list[str] | None:
