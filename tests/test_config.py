@@ -71,7 +71,7 @@ def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
     assert base.gamma == 0.99 and base.vf_coef == 1.0
     fast = dataclasses.replace(Config(), **preset_values({"preset": "fast"}))
     clean = dataclasses.replace(Config(), **preset_values({"preset": "cleanrl"}))
-    assert (fast.model_type, fast.optim_stepsize, fast.env_steps) == ("small", 7.5e-4, 3_000_000)
+    assert (fast.model_type, fast.optim_stepsize, fast.env_steps) == ("small", 1.25e-3, 1_800_000)
     assert dataclasses.replace(fast, preset="cleanrl", model_type="large", optim_stepsize=2.5e-4,
                                env_steps=10_000_000) == clean
 
