@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error
-from ppo1.launch import LAUNCHER_RANK_VARS
+from ppo1.launch import LAUNCHER_RANK_VARS, wait_for_launcher_to_read
 from ppo1.metrics import Profile
 
 
@@ -211,6 +211,7 @@ class Comm:
         sys.stdout.flush()
         sys.stderr.flush()
         if self.size > 1:
+            wait_for_launcher_to_read()  # else the launcher may end the job before it prints our last lines
             self._comm.Abort(code)
         sys.exit(code)
 

@@ -1,8 +1,14 @@
 """What an MPI launcher tells a process before MPI starts, read without importing torch or mpi4py
-(run_atari's Ctrl-C-while-starting line and the CLI's flag errors use it before either is loaded)."""
+(run_atari's Ctrl-C-while-starting line and the CLI's flag errors use it before either is loaded),
+and waiting for the launcher to take this process's output before MPI_Abort."""
 from __future__ import annotations
 
+import fcntl
 import os
+import stat
+import struct
+import termios
+import time
 
 # What MPI launchers (mpich/hydra, Open MPI, PMIx) put in the environment of each process they start.
 LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
@@ -15,3 +21,33 @@ def launcher_rank() -> int | None:
             return int(os.environ[var])
     return None
 
+
+def wait_for_launcher_to_read(fds: tuple[int, ...] = (1, 2), timeout: float = 2.0) -> bool:
+    """Wait until the launcher has read what this process wrote to `fds` (pipes: mpich's hydra proxy),
+    at most `timeout` s. True when every pipe is empty (or none is a pipe).
+
+    Before MPI_Abort: the proxy forwards a rank's output and its abort request upstream in the
+    order it reads them, and mpiexec may exit on the abort before it writes output that came
+    after it; when the proxy read both in the same poll, the abort went first and the rank's last
+    lines (its one-line error) were lost. An empty pipe means the proxy has read, and so forwarded,
+    them before the abort request is sent."""
+    pipes = []
+    for fd in fds:
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                pipes.append(fd)
+        except OSError:
+            pass
+    deadline = time.monotonic() + timeout
+    while pipes:
+        try:
+            pipes = [fd for fd in pipes
+                     if struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0] > 0]
+        except OSError:
+            return False
+        if not pipes:
+            break
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True

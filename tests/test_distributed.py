@@ -41,3 +41,29 @@ def test_parameter_digest_sees_a_one_ulp_change():
         p = next(policy.parameters()).view(-1)
         p[0] = torch.nextafter(p[0], torch.tensor(1.0))
     assert parameter_digest(policy) != d
+
+
+def test_waiting_for_the_launcher_returns_once_the_pipe_is_read_and_gives_up_when_it_is_not(tmp_path):
+    # Comm.abort waits for this before MPI_Abort: hydra's proxy forwarded an abort read in the same
+    # poll as the rank's last stderr lines ahead of them, and mpiexec could end before printing them
+    import threading
+    import time
+
+    from ppo1.launch import wait_for_launcher_to_read
+    r, w = os.pipe()
+    try:
+        os.write(w, b"ppo1: unexpected error on rank 1\n")
+        t0 = time.monotonic()
+        assert wait_for_launcher_to_read((w,), timeout=0.2) is False  # nobody reads: bounded wait
+        assert 0.2 <= time.monotonic() - t0 < 1.0
+        threading.Timer(0.3, os.read, (r, 4096)).start()
+        t0 = time.monotonic()
+        assert wait_for_launcher_to_read((w,), timeout=5.0) is True
+        assert 0.3 <= time.monotonic() - t0 < 2.0
+    finally:
+        os.close(r)
+        os.close(w)
+    with open(tmp_path / "log", "w") as f:  # not a pipe (a file, a terminal): no wait
+        f.write("x" * 100)
+        f.flush()
+        assert wait_for_launcher_to_read((f.fileno(),), timeout=5.0) is True
