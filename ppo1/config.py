@@ -118,6 +118,9 @@ class Config:
         "clip the global gradient norm to this after averaging over ranks; 0 = off")
     anneal_clip: bool = setting(True,
         "anneal the clip parameter linearly with alpha (the paper) or keep it constant")
+    anneal_ent: bool = setting(False,
+        "anneal the entropy coefficient c2 linearly with alpha, to 0 at the schedule's end, or keep it "
+        "constant (the paper)")
     watchdog_timeout: float = setting(-1.0,
         "train: seconds without a finished iteration (a lost host, a rank stuck in a collective) "
         "after which every rank prints where it waited and ends the job (exit status 3); -1 = max(10 "
@@ -138,6 +141,10 @@ class Config:
     def clip_param(self, alpha: float) -> float:
         """The clip parameter at annealing factor alpha."""
         return self.epsilon * alpha if self.anneal_clip else self.epsilon
+
+    def ent_coef_at(self, alpha: float) -> float:
+        """The entropy coefficient c2 at annealing factor alpha."""
+        return self.ent_coef * alpha if self.anneal_ent else self.ent_coef
 
     def steps_per_iteration(self, n_ranks: int) -> int:
         """Agent steps collected per iteration over all actors."""
@@ -202,8 +209,9 @@ class Config:
             bad("adv_norm", f"one of {', '.join(ADV_NORMS)}")
         if self.preset not in PRESETS and self.preset != "mujoco":
             bad("preset", f"one of {', '.join(PRESETS)}")
-        if not isinstance(self.anneal_clip, bool):
-            bad("anneal_clip", "true or false")
+        for name in ("anneal_clip", "anneal_ent"):
+            if not isinstance(getattr(self, name), bool):
+                bad(name, "true or false")
         if self.model_type not in MODEL_TYPES:
             bad("model_type", f"one of {', '.join(MODEL_TYPES)}")
         if not isinstance(self.seed, int) or self.seed < 0:

@@ -78,7 +78,7 @@ class Hyper:
     epochs: int
     minibatch: int              # samples per minibatch on this rank (optim_batchsize x envs per rank)
     vf_coef: float              # c1
-    ent_coef: float             # c2
+    ent_coef: float             # c2 (x alpha with --anneal_ent)
     adv_norm: str = "batch"     # "batch": standardised over the rank's batch before; "minibatch": in each
     max_grad_norm: float = 0.0  # > 0: clip the global gradient norm (after averaging over ranks)
 
@@ -87,7 +87,7 @@ class Hyper:
         """The settings of a Config at annealing factor alpha."""
         return cls(clip=config.clip_param(alpha), lr=config.optim_stepsize * alpha, epochs=config.optim_epochs,
                    minibatch=config.optim_batchsize * envs_per_rank, vf_coef=config.vf_coef,
-                   ent_coef=config.ent_coef, adv_norm=config.adv_norm, max_grad_norm=config.max_grad_norm)
+                   ent_coef=config.ent_coef_at(alpha), adv_norm=config.adv_norm, max_grad_norm=config.max_grad_norm)
 
     def record(self, log) -> None:
         """The annealed settings, into a metrics.Recorder (progress.csv: clip_param, stepsize)."""

@@ -81,8 +81,15 @@ def test_clip_is_annealed_unless_anneal_clip_is_off():
     assert Config(epsilon=0.2, anneal_clip=False).clip_param(0.25) == 0.2
 
 
+def test_entropy_coefficient_is_constant_unless_anneal_ent_is_on():
+    from ppo1.ppo import Hyper
+    assert Hyper.at(Config(ent_coef=0.01), 0.25, 4).ent_coef == 0.01
+    assert Hyper.at(Config(ent_coef=0.01, anneal_ent=True), 0.25, 4).ent_coef == pytest.approx(0.0025)
+    assert Hyper.at(Config(ent_coef=0.01, anneal_ent=True), 0.0, 4).ent_coef == 0.0
+
+
 @pytest.mark.parametrize("field,value", [("init", "xavier"), ("adv_norm", "global"), ("max_grad_norm", -1.0),
-                                         ("preset", "turbo")])
+                                         ("preset", "turbo"), ("anneal_ent", "yes")])
 def test_new_knobs_refuse_bad_values(field, value):
     with pytest.raises(PPO1Error, match=field):
         dataclasses.replace(Config(), **{field: value}).validate()
