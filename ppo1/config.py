@@ -209,9 +209,9 @@ class Config:
             bad("adv_norm", f"one of {', '.join(ADV_NORMS)}")
         if self.preset not in PRESETS and self.preset != "mujoco":
             bad("preset", f"one of {', '.join(PRESETS)}")
-        for name in ("anneal_clip", "anneal_ent"):
-            if not isinstance(getattr(self, name), bool):
-                bad(name, "true or false")
+        for f in dataclasses.fields(self):  # every on/off setting
+            if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
+                bad(f.name, "true or false")
         if self.model_type not in MODEL_TYPES:
             bad("model_type", f"one of {', '.join(MODEL_TYPES)}")
         if not isinstance(self.seed, int) or self.seed < 0:
@@ -226,8 +226,6 @@ class Config:
             bad("watchdog_timeout", "seconds > 0, 0 (off) or -1 (automatic: max(10 x median iteration time, 300 s))")
         from ppo1.device import parse_device
         parse_device(self.device)
-        if not isinstance(self.compile, bool):
-            bad("compile", "true or false")
         if not self.model_name or os.sep in self.model_name or self.model_name in (".", ".."):
             bad("model_name", "a plain directory name")
 

@@ -89,7 +89,8 @@ def test_entropy_coefficient_is_constant_unless_anneal_ent_is_on():
 
 
 @pytest.mark.parametrize("field,value", [("init", "xavier"), ("adv_norm", "global"), ("max_grad_norm", -1.0),
-                                         ("preset", "turbo"), ("anneal_ent", "yes")])
+                                         ("preset", "turbo"), ("anneal_ent", "yes"),
+                                         ("deterministic", "yes"), ("compile", "yes")])
 def test_new_knobs_refuse_bad_values(field, value):
     with pytest.raises(PPO1Error, match=field):
         dataclasses.replace(Config(), **{field: value}).validate()
