@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import os
 import sys
 import traceback
@@ -14,6 +15,7 @@ import traceback
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
 from ppo1.config import ADV_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRESETS, VECTOR_DEFAULTS, Config
+from ppo1.launch import STARTING_LINE, HeldInterrupt
 
 def _whole(text: str) -> int:
     """An int flag that also takes 1e6 or 10_000_000."""
@@ -152,16 +154,33 @@ def preset_values(given: dict) -> dict:
     return {"preset": name, **PRESETS[name]}
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from ppo1.distributed import Comm
+_MODE_MODULES = {"train": "ppo1.train", "play": "ppo1.play", "movie": "ppo1.movie", "plot": "ppo1.plot"}
 
+
+def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> int:
+    """Run one mode; `held`: run_atari's HeldInterrupt, holding Ctrl-C since its first line."""
+    held = (held or HeldInterrupt()).hold()  # until every rank is past MPI_Init (see HeldInterrupt)
     try:
-        comm = Comm.create()
-    except PPO1Error as e:
-        print(f"ppo1: error: {e}", file=sys.stderr)
-        return 2
+        args = build_parser().parse_args(argv)
+        from ppo1.distributed import Comm
+        from ppo1.envs import load_gymnasium
+
+        load_gymnasium()
+        importlib.import_module(_MODE_MODULES.get(args.mode, "ppo1.train"))
+        try:
+            comm = Comm.create()
+        except PPO1Error as e:
+            print(f"ppo1: error: {e}", file=sys.stderr)
+            return 2
+        if any(comm.allgather(held.pending)):  # every rank ends here, together
+            if comm.is_root:
+                print(STARTING_LINE, file=sys.stderr, flush=True)
+            comm.exit(130)
+    finally:
+        held.release()
     try:
+        if held.pending:  # came after the ranks agreed above
+            raise KeyboardInterrupt
         error, config = None, None
         try:
             config = build_config(args)

@@ -30,7 +30,7 @@ NOOP_MAX = 30
 MAX_EPISODE_FRAMES = 108_000
 
 
-def _gym():
+def load_gymnasium():
     """Import gymnasium with the ALE envs registered (ROMs ship inside ale-py)."""
     import ale_py
     import gymnasium
@@ -42,7 +42,7 @@ def _gym():
 
 def env_spec(env_id: str):
     """The gymnasium EnvSpec of `env_id`; PPO1Error naming the id if it is unknown."""
-    gymnasium = _gym()
+    gymnasium = load_gymnasium()
     try:
         return gymnasium.spec(env_id)
     except gymnasium.error.Error as e:
@@ -61,7 +61,7 @@ def make_ale_env(env_id: str, render_mode: str | None = None):
     `<Game>NoFrameskip-v4` keeps its deterministic actions; `ALE/<Game>-v5` keeps its sticky actions
     (repeat_action_probability 0.25). Raises PPO1Error for an id that is unknown or not an Atari game.
     """
-    gymnasium = _gym()
+    gymnasium = load_gymnasium()
     if not is_atari(env_id):
         raise PPO1Error(f"--env_name={env_id!r} is not an Atari game; use an id such as PongNoFrameskip-v4 "
                         "or ALE/Pong-v5")
@@ -290,7 +290,7 @@ class GymEnv:
     """
 
     def __init__(self, env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None):
-        gymnasium = _gym()
+        gymnasium = load_gymnasium()
         env_spec(env_id)
         kwargs = {"render_mode": render_mode} if render_mode else {}
         if render_mode == "rgb_array":

@@ -1,10 +1,12 @@
 """What an MPI launcher tells a process before MPI starts, read without importing torch or mpi4py
 (run_atari's Ctrl-C-while-starting line and the CLI's flag errors use it before either is loaded),
-and waiting for the launcher to take this process's output before MPI_Abort."""
+holding Ctrl-C while the C++ extensions load, and waiting for the launcher to take this process's
+output before MPI_Abort."""
 from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import stat
 import struct
 import termios
@@ -51,3 +53,41 @@ def wait_for_launcher_to_read(fds: tuple[int, ...] = (1, 2), timeout: float = 2.
             return False
         time.sleep(0.005)
     return True
+
+
+STARTING_LINE = "ppo1: interrupted while starting; nothing was written"
+
+
+class HeldInterrupt:
+    """Hold Ctrl-C (SIGINT) while a rank starts: `pending` tells whether one came.
+
+    Two ways a Ctrl-C while starting went wrong: torch's and ale_py's imports run Python code from
+    C++ (pybind11), and a KeyboardInterrupt raised there ended the rank in std::terminate (SIGABRT,
+    exit 6); and a rank that exited before MPI_Init left the others waiting in MPI_Init for ever
+    (hydra does not end the job for a process that never started MPI). Held through the imports
+    and MPI_Init (from run_atari's first line), the interrupt is acted on by every rank together
+    (cli.main). A second Ctrl-C
+    exits at once (130) with one line from rank 0."""
+
+    def __init__(self):
+        self.pending = False
+        self._previous = None
+
+    def hold(self) -> "HeldInterrupt":
+        """Start holding (again: no-op)."""
+        if self._previous is None:
+            self._previous = signal.signal(signal.SIGINT, self._hold)
+        return self
+
+    def release(self) -> None:
+        """Give SIGINT back to the handler it had before hold(); `pending` stays as it was."""
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+    def _hold(self, signum, frame) -> None:
+        if self.pending:
+            if (launcher_rank() or 0) == 0:
+                os.write(2, (STARTING_LINE + "\n").encode())
+            os._exit(130)
+        self.pending = True
