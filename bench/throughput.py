@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 
+from ppo1.config import PRECISIONS
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Targets of issue 5 (this 2-core machine, Pong)
@@ -140,7 +142,7 @@ def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
         "optim_epochs": s.epochs, "optim_batchsize": s.minibatch, "model_type": s.model_type,
         "envs_per_rank": s.envs_per_rank, "num_threads": args.num_threads, "seed": 0,
         "checkpoint_dir": workdir, "model_name": run, "save_interval": 10**9,
-        "device": args.device, "compile": args.compile}}
+        "device": args.device, "compile": args.compile, "precision": args.precision}}
     spec_path, out_path = os.path.join(workdir, run + ".spec.json"), os.path.join(workdir, run + ".out.json")
     with open(spec_path, "w", encoding="utf-8") as f:
         json.dump(spec, f)
@@ -216,7 +218,8 @@ def _pct(x: float) -> str:
 
 def format_report(report: dict) -> str:
     lines = [f"ppo1 throughput: {report['env_name']}, {report['cores']} cores, torch {report['torch']}, "
-             f"--device {report.get('device', 'auto')}{' --compile' if report.get('compile') else ''}, "
+             f"--device {report.get('device', 'auto')}{' --compile' if report.get('compile') else ''}"
+             f"{' --precision ' + report['precision'] if report.get('precision', 'fp32') != 'fp32' else ''}, "
              f"{report['warmup']} warm-up + {report['iterations']} timed iterations, "
              f"load {report['load_start'][0]:.2f} at start, {report['load_end'][0]:.2f} at end", ""]
     head = (f"{'scenario':<9} {'setting':<30} {'SPS':>6} {'env':>4} {'infer':>5} {'update':>6} {'other':>5} "
@@ -303,6 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num_threads", type=int, default=0, help="torch threads per rank; 0 = ppo1's default")
     p.add_argument("--device", default="auto", help="ppo1's --device for every rank (default: %(default)s)")
     p.add_argument("--compile", action="store_true", help="ppo1's --compile (torch.compile the training forward)")
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                   help="ppo1's --precision (bf16: the update's CNN torso in bfloat16)")
     p.add_argument("--iterations", type=int, default=10, help="timed iterations (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=2, help="untimed iterations first (default: %(default)s)")
     p.add_argument("--repeat", type=int, default=1, help="runs per scenario; the median SPS of those that "
@@ -346,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = tempfile.mkdtemp(prefix="ppo1-bench-")
     report = {"env_name": args.env_name, "cores": devices.cpu_count(), "torch": torch.__version__, "warmup": args.warmup,
               "device": args.device if where == args.device else f"{args.device}: {where}", "compile": args.compile,
-              "iterations": args.iterations, "load_start": os.getloadavg(), "runs": [], "comparisons": []}
+              "precision": args.precision, "iterations": args.iterations, "load_start": os.getloadavg(), "runs": [], "comparisons": []}
     try:
         by_name: dict[str, dict] = {}
         for s in scenarios:

@@ -14,7 +14,7 @@ import traceback
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
-from ppo1.config import ADV_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRESETS, VECTOR_DEFAULTS, Config
+from ppo1.config import ADV_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRECISIONS, PRESETS, VECTOR_DEFAULTS, Config
 from ppo1.launch import STARTING_LINE, HeldInterrupt
 
 def _whole(text: str) -> int:
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         if kind is bool:
             kwargs = {"action": argparse.BooleanOptionalAction, "default": argparse.SUPPRESS,
                       "help": f"{f.metadata['help']} (default: {default})"}
-        choices = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS,
+        choices = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "precision": PRECISIONS,
                    "preset": (*PRESETS, "mujoco")}
         if f.name in choices:
             kwargs["choices"] = choices[f.name]

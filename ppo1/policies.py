@@ -108,6 +108,7 @@ class CnnPolicy(ActorCritic):
             raise PPO1Error(f"--model_type={model_type!r} is invalid: must be small or large")
         self.model_type = model_type
         self.num_actions = num_actions
+        self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16 (see forward)
         self.pi = _linear(hidden, num_actions, 0.01)
         self.vf = _linear(hidden, 1, 1.0)
         if init == "orthogonal":
@@ -122,7 +123,17 @@ class CnnPolicy(ActorCritic):
         """
         if obs.device.type == "cpu":
             obs = obs.contiguous(memory_format=torch.channels_last)
-        h = self.torso(obs.float().div_(255.0))
+        x = obs.float().div_(255.0)
+        if self.autocast_dtype is not None and torch.is_grad_enabled():
+            # --precision bf16, in the update only (the rollouts run without gradients: in fp32, as
+            # there a batch of a few frames ran slower in bf16): the torso under autocast, its
+            # features back to float32 for the heads, so log-probabilities and values keep float32's
+            # precision where the ratio and losses are formed.
+            with torch.autocast(obs.device.type, dtype=self.autocast_dtype):
+                h = self.torso(x)
+            h = h.float()
+        else:
+            h = self.torso(x)
         return self.pi(h), self.vf(h).squeeze(-1)
 
     def distribution(self, logits: torch.Tensor) -> Categorical:

@@ -138,6 +138,8 @@ class Trainer:
                                self.venv.obs.itemsize, comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
                                 init=cfg.init).to(self.device)
+            if cfg.precision == "bf16":
+                self.policy.autocast_dtype = torch.bfloat16
             self.optimizer = devices.make_adam(self.policy.parameters(), self.device, cfg.optim_stepsize,
                                                cfg.adam_epsilon)
             if comm.is_root:

@@ -12,6 +12,7 @@ import torch
 
 from conftest import TINY, run_cli, run_script
 from ppo1 import PPO1Error, checkpoint
+from ppo1.config import Config
 from ppo1.device import (CompiledDist, batched_act, cuda_count, device_for_rank, devices_line, parse_device,
                          to_cpu)
 from ppo1.distributed import Comm
@@ -142,6 +143,46 @@ def test_compile_without_a_working_compiler_trains_on_eagerly(tmp_path):
     notes = [line for line in r.stdout.splitlines() if "--compile" in line]
     assert len(notes) == 1 and "torch.compile failed" in notes[0] and "eager" in notes[0], r.stdout
     assert "ppo1: done: 512 steps" in r.stdout and "Traceback" not in r.stdout + r.stderr
+
+
+def test_bf16_runs_the_torso_in_bfloat16_only_where_gradients_flow_and_stays_close_to_fp32():
+    torch.manual_seed(0)
+    policy = build("small", 6, init="orthogonal")
+    obs = torch.randint(0, 256, (16, 4, 84, 84), dtype=torch.uint8)
+    logits32, value32 = policy(obs)
+    (logits32.logsumexp(-1).sum() + value32.sum()).backward()
+    grads32 = [p.grad.clone() for p in policy.parameters()]
+    policy.zero_grad()
+    policy.autocast_dtype = torch.bfloat16
+    with torch.no_grad():  # the rollouts: float32, bit for bit
+        logits_ng, value_ng = policy(obs)
+    assert torch.equal(logits_ng, logits32.detach()) and torch.equal(value_ng, value32.detach())
+    logits16, value16 = policy(obs)
+    assert logits16.dtype == value16.dtype == torch.float32  # heads in float32
+    assert not torch.equal(logits16, logits32)  # the torso did run in bfloat16
+    torch.testing.assert_close(logits16, logits32, atol=2e-3, rtol=0.02)
+    torch.testing.assert_close(value16, value32, atol=2e-2, rtol=0.02)
+    (logits16.logsumexp(-1).sum() + value16.sum()).backward()
+    for g32, p in zip(grads32, policy.parameters()):
+        assert p.grad.dtype == torch.float32
+        cos = torch.nn.functional.cosine_similarity(g32.flatten(), p.grad.flatten(), dim=0)
+        assert cos > 0.99, cos
+
+
+def test_bf16_trains_and_is_a_setting_of_the_machine(tmp_path):
+    common = [*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "b"]
+    r = run_cli([*common, "--precision", "bf16", "--stop_after_iterations", "1"])
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["precision"] == "bf16"
+    r = run_cli(common)  # resumed without the flag: fp32, as for --device
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["precision"] == "fp32"
+    assert "ppo1: done: 512 steps in 2 iterations" in r.stdout
+
+
+def test_bf16_is_refused_for_mlp_policies():
+    with pytest.raises(PPO1Error, match="--precision"):
+        Config(env_name="CartPole-v1", model_type="mlp", precision="bf16").validate()
 
 
 # ------------------------------------------------------------------ the CLI on the CPU
