@@ -14,7 +14,8 @@ import traceback
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
-from ppo1.config import ADV_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRECISIONS, PRESETS, VECTOR_DEFAULTS, Config
+from ppo1.config import (ADV_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRECISIONS, PRESETS, VECTOR_DEFAULTS,
+                         Config)
 from ppo1.launch import STARTING_LINE, HeldInterrupt
 
 def _whole(text: str) -> int:

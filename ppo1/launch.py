@@ -66,8 +66,7 @@ class HeldInterrupt:
     exit 6); and a rank that exited before MPI_Init left the others waiting in MPI_Init for ever
     (hydra does not end the job for a process that never started MPI). Held through the imports
     and MPI_Init (from run_atari's first line), the interrupt is acted on by every rank together
-    (cli.main). A second Ctrl-C
-    exits at once (130) with one line from rank 0."""
+    (cli.main). A second Ctrl-C exits at once (130) with one line from rank 0."""
 
     def __init__(self):
         self.pending = False
