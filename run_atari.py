@@ -10,12 +10,9 @@ if __name__ == "__main__":
         from ppo1.cli import main
 
         sys.exit(main(held=held))
-    except KeyboardInterrupt:  # Ctrl-C in the first milliseconds, before the hold: one line from rank 0
-        from ppo1.launch import STARTING_LINE, launcher_rank  # no torch: the interrupt may have cut its import short
+    except KeyboardInterrupt:  # Ctrl-C before the hold (while ppo1.launch loads): one line from rank 0
+        from ppo1.launch import say_interrupted_while_starting
 
-        if (launcher_rank() or 0) == 0:
-            print(STARTING_LINE, file=sys.stderr, flush=True)
-        # os._exit, not sys.exit: the interrupt may have cut an import of torch short, and the
-        # interpreter's clean-up of a half-imported extension can crash (a rank died of SIGSEGV)
+        say_interrupted_while_starting()
         sys.stdout.flush()
-        os._exit(130)
+        os._exit(130)  # as HeldInterrupt's second Ctrl-C: no clean-up of a start that was cut short

@@ -16,7 +16,7 @@ from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
 from ppo1.config import (ADV_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRECISIONS, PRESETS, VECTOR_DEFAULTS,
                          Config)
-from ppo1.launch import STARTING_LINE, HeldInterrupt
+from ppo1.launch import HeldInterrupt, say_interrupted_while_starting
 
 def _whole(text: str) -> int:
     """An int flag that also takes 1e6 or 10_000_000."""
@@ -174,8 +174,8 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
             print(f"ppo1: error: {e}", file=sys.stderr)
             return 2
         if any(comm.allgather(held.pending)):  # every rank ends here, together
-            if comm.is_root:
-                print(STARTING_LINE, file=sys.stderr, flush=True)
+            sys.stderr.flush()
+            say_interrupted_while_starting()
             comm.exit(130)
     finally:
         held.release()

@@ -58,6 +58,13 @@ def wait_for_launcher_to_read(fds: tuple[int, ...] = (1, 2), timeout: float = 2.
 STARTING_LINE = "ppo1: interrupted while starting; nothing was written"
 
 
+def say_interrupted_while_starting() -> None:
+    """STARTING_LINE on stderr from the launcher's rank 0 (or a lone process); one write, safe in a
+    signal handler."""
+    if (launcher_rank() or 0) == 0:
+        os.write(2, (STARTING_LINE + "\n").encode())
+
+
 class HeldInterrupt:
     """Hold Ctrl-C (SIGINT) while a rank starts: `pending` tells whether one came.
 
@@ -86,7 +93,6 @@ class HeldInterrupt:
 
     def _hold(self, signum, frame) -> None:
         if self.pending:
-            if (launcher_rank() or 0) == 0:
-                os.write(2, (STARTING_LINE + "\n").encode())
+            say_interrupted_while_starting()
             os._exit(130)
         self.pending = True
