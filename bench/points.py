@@ -1,0 +1,179 @@
+"""Where a trained agent's points go: every point of whole games, and rallies replayed from their start.
+
+    python -m bench.points --model_name pong-fast-p --games 10             # each game's points
+    python -m bench.points --model_name pong-fast-p --replay 5:3 --tries 16  # game 5's 4th point, 16 times
+
+Games are those of `--mode play` on one rank (the same seeds, sampled actions), so game 5 here is game
+5 there. For each game: the score, its length and the points in order, `+95` for a point the agent won
+95 agent steps after the previous point (or the game's start), `-125` for one it lost; then the
+(result, length) pairs that occur three or more times in the game: a rally the game keeps repeating.
+PongNoFrameskip-v4 has no sticky actions, so a game is deterministic given the actions, and a policy
+that is nearly certain in a few states can lose the same rally again and again.
+
+`--replay G:P` plays up to the start of point P (0-based) of game G, saves the emulator, and plays that
+point `--tries` times from there: try 0 with greedy (argmax) actions, the others with actions sampled
+from the policy with their own seeds (`--random`: uniformly random actions, to check that actions
+change the outcome at all). Each try prints whether the agent won or lost the point and after how many
+steps: if every sampled try loses after the same number of steps, sampling does not get the agent out.
+One process, no mpirun. Works for any game with rewards (a "point" is any step with a non-zero reward).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+
+import numpy as np
+
+from ppo1 import PPO1Error  # light: ppo1/__init__.py imports nothing
+
+MIN_REPEATS = 3
+
+
+def points_of(rewards: list[tuple[int, float]]) -> list[tuple[int, int]]:
+    """(sign, length) of each point from (agent step, reward) pairs of one game, in order: the length
+    is the number of agent steps since the previous point (or the game's start, step 0)."""
+    points, last = [], 0
+    for step, reward in rewards:
+        points.append((1 if reward > 0 else -1, step - last))
+        last = step
+    return points
+
+
+def repeats(points: list[tuple[int, int]], min_count: int = MIN_REPEATS) -> list[tuple[tuple[int, int], int]]:
+    """The (sign, length) pairs that occur at least min_count times, most frequent first."""
+    return [(p, n) for p, n in Counter(points).most_common() if n >= min_count]
+
+
+def fmt_point(point: tuple[int, int]) -> str:
+    sign, length = point
+    return f"{'+' if sign > 0 else '-'}{length}"
+
+
+def parse_replay(text: str) -> tuple[int, int]:
+    try:
+        game, point = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise PPO1Error(f"--replay={text!r} is invalid: give GAME:POINT, e.g. 5:3 (game from 1, point from 0)") from None
+    if game < 1 or point < 0:
+        raise PPO1Error(f"--replay={text!r} is invalid: the game counts from 1, the point from 0")
+    return game, point
+
+
+def open_run(checkpoint_dir: str, model_name: str):
+    """(trained policy, eval env, action generator) with the seeds of `--mode play`'s rank 0."""
+    from ppo1.config import Config
+    from ppo1.distributed import Comm
+    from ppo1.envs import make_eval_env
+    from ppo1.evaluate import generator_for, load_trained
+    from ppo1.play import PLAY_STREAM
+
+    trained = load_trained(Config(checkpoint_dir=checkpoint_dir, model_name=model_name), {}, Comm(None))
+    seed = np.random.SeedSequence([trained.config.seed, PLAY_STREAM, 0])
+    env_seed, torch_seed = seed.spawn(2)
+    env = make_eval_env(trained.config.env_name, env_seed)
+    return trained, env, generator_for(torch_seed)
+
+
+def play_points(trained, env, generator, games: int, out=print) -> list[list[tuple[int, int]]]:
+    """Play `games` whole games; print each one's points and repeated rallies. Returns their points."""
+    from ppo1.evaluate import choose_action, fmt_score
+
+    result, rewards, step = [], [], 0
+    obs = env.reset()
+    while len(result) < games:
+        obs, reward, _done, episode = env.step(choose_action(trained.policy, obs, False, generator))
+        step += 1
+        if reward:
+            rewards.append((step, reward))
+        if episode is not None:
+            points = points_of(rewards)
+            result.append(points)
+            won = sum(1 for s, _ in points if s > 0)
+            out(f"game {len(result)}: score {fmt_score(episode.ret)}, {episode.length} agent steps, "
+                f"{won} points won, {len(points) - won} lost: {' '.join(fmt_point(p) for p in points)}")
+            for point, n in repeats(points):
+                out(f"  repeated: {fmt_point(point)} x {n}")
+            rewards, step = [], 0
+    return result
+
+
+def replay(trained, env, generator, game: int, point: int, tries: int, random_actions: bool,
+           out=print) -> list[tuple[int, int]]:
+    """Play to the start of `point` of `game`, then that point `tries` times. Returns (sign, steps) per try."""
+    import torch
+
+    from ppo1.evaluate import choose_action
+
+    obs, g, p = env.reset(), 1, 0
+    while not (g == game and p == point):
+        obs, reward, _done, episode = env.step(choose_action(trained.policy, obs, False, generator))
+        if reward:
+            p += 1
+        if episode is not None:
+            if g == game:
+                raise PPO1Error(f"--replay {game}:{point}: game {game} had only {p} points (0..{p - 1})")
+            g, p = g + 1, 0
+    state = env.get_state()
+    if state is None:
+        raise PPO1Error(f"--replay needs a game whose state can be saved (Atari): {trained.config.env_name}")
+    outcomes = []
+    for k in range(tries):
+        obs = env.set_state(state).copy()
+        gen = torch.Generator().manual_seed(1000 + k)
+        greedy = k == 0 and not random_actions
+        steps, reward = 0, 0.0
+        while not reward:
+            if random_actions:
+                action = int(torch.randint(env.num_actions, (1,), generator=gen))
+            else:
+                action = choose_action(trained.policy, obs, greedy, gen)
+            obs, reward, _done, episode = env.step(action)
+            steps += 1
+            if episode is not None and not reward:
+                break  # the game ended without a point (the frame limit)
+        sign = 1 if reward > 0 else -1 if reward < 0 else 0
+        outcomes.append((sign, steps))
+        how = "random actions" if random_actions else "greedy" if greedy else "sampled"
+        result = {1: "won", -1: "lost", 0: "no point"}[sign]
+        out(f"try {k} ({how}): {result} after {steps} steps")
+    out(summarize(outcomes))
+    return outcomes
+
+
+def summarize(outcomes: list[tuple[int, int]]) -> str:
+    """One line over the tries of a replayed point, e.g. `16 tries: 0 won, 16 lost (after 125 steps: 16)`."""
+    won, lost = (sum(1 for s, _ in outcomes if s == sign) for sign in (1, -1))
+    lengths = ", ".join(f"{'+' if s > 0 else '-' if s < 0 else '0'}{n}: {c}"
+                        for (s, n), c in Counter(outcomes).most_common())
+    return f"{len(outcomes)} tries: {won} won, {lost} lost (result and steps: {lengths})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.points", description=__doc__.split("\n\n")[0])
+    p.add_argument("--model_name", required=True, help="the run to load (its newest checkpoint)")
+    p.add_argument("--checkpoint_dir", default="checkpoints", help="where the run's directory is")
+    p.add_argument("--games", type=int, default=10, help="whole games to play and list")
+    p.add_argument("--replay", help="GAME:POINT: replay that point of that game (game from 1, point from 0)")
+    p.add_argument("--tries", type=int, default=16, help="how many times --replay plays the point")
+    p.add_argument("--random", action="store_true", help="--replay with uniformly random actions")
+    args = p.parse_args(argv)
+    try:
+        if args.games < 1 or args.tries < 1:
+            raise PPO1Error("--games and --tries must be whole numbers >= 1")
+        target = parse_replay(args.replay) if args.replay else None
+        trained, env, generator = open_run(args.checkpoint_dir, args.model_name)
+        if target:
+            game, point = target
+            replay(trained, env, generator, game, point, args.tries, args.random)
+        else:
+            play_points(trained, env, generator, args.games)
+        env.close()
+    except PPO1Error as e:
+        print(f"bench.points: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

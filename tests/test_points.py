@@ -1,0 +1,61 @@
+"""bench.points: every point of real Pong games played by a tiny trained run, and a point replayed."""
+import re
+import subprocess
+import sys
+
+from bench.points import main, points_of, repeats, summarize
+from conftest import REPO
+
+
+def test_points_are_signed_with_the_steps_since_the_previous_point():
+    assert points_of([(90, 1.0), (185, 1.0), (310, -1.0), (359, 1.0)]) == [(1, 90), (1, 95), (-1, 125), (1, 49)]
+    assert points_of([]) == []
+
+
+def test_a_rally_repeated_three_times_is_reported_most_frequent_first():
+    pts = [(1, 90), (-1, 125), (1, 49), (-1, 125), (1, 49), (-1, 125), (1, 49), (-1, 125), (1, 95)]
+    assert repeats(pts) == [((-1, 125), 4), ((1, 49), 3)]
+    assert repeats(pts, min_count=5) == []
+
+
+def test_the_tries_of_a_replayed_point_are_summed_up_by_result_and_length():
+    assert summarize([(-1, 125)] * 3 + [(1, 49)]) == "4 tries: 1 won, 3 lost (result and steps: -125: 3, +49: 1)"
+
+
+def test_each_game_lists_points_that_add_up_to_its_score(pong_run):
+    ck, name = pong_run
+    lines: list[str] = []
+    import bench.points as points
+    trained, env, gen = points.open_run(str(ck), name)
+    (game,) = points.play_points(trained, env, gen, 1, out=lines.append)
+    m = re.match(r"game 1: score (-?\d+), (\d+) agent steps, (\d+) points won, (\d+) lost: ", lines[0])
+    assert m, lines[0]
+    score, length, won, lost = (int(x) for x in m.groups())
+    assert won - lost == score and max(won, lost) == 21 and len(game) == won + lost
+    assert sum(n for _, n in game) <= length
+    assert lines[0].split(": ", 2)[2].split() == [("+" if s > 0 else "-") + str(n) for s, n in game]
+
+
+def test_a_replayed_point_prints_each_try_and_greedy_replays_are_identical(pong_run, capsys):
+    ck, name = pong_run
+    args = ["--checkpoint_dir", str(ck), "--model_name", name, "--replay", "1:2", "--tries", "3"]
+    assert main(args) == 0
+    first = capsys.readouterr().out.splitlines()
+    assert [re.sub(r"(won|lost) after \d+", "X", line) for line in first[:3]] == [
+        "try 0 (greedy): X steps", "try 1 (sampled): X steps", "try 2 (sampled): X steps"]
+    assert first[3].startswith("3 tries: ") and len(first) == 4
+    assert main(args) == 0
+    assert capsys.readouterr().out.splitlines() == first  # the saved state and the seeds make it exact
+    assert main([*args, "--random"]) == 0
+    assert capsys.readouterr().out.count("(random actions)") == 3
+
+
+def test_a_bad_replay_point_or_a_missing_run_is_one_line(pong_run, tmp_path):
+    ck, name = pong_run
+    for flags, words in ((["--model_name", name, "--checkpoint_dir", str(ck), "--replay", "x"], "give GAME:POINT"),
+                         (["--model_name", name, "--checkpoint_dir", str(ck), "--replay", "1:99"],
+                          "game 1 had only"),
+                         (["--model_name", "missing", "--checkpoint_dir", str(tmp_path)], "no run directory")):
+        r = subprocess.run([sys.executable, "-m", "bench.points", *flags], cwd=REPO, capture_output=True, text=True)
+        assert r.returncode == 2, r.stderr
+        assert words in r.stderr and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
