@@ -87,6 +87,9 @@ class Config:
     optim_stepsize: float = setting(2.5e-4, "Adam step size at the start; annealed linearly to 0")
     optim_batchsize: int = setting(32, "minibatch samples per actor (x actors = the global minibatch)")
     adam_epsilon: float = setting(1e-5, "Adam epsilon")
+    lr_warmup: int = setting(0,
+        "agent steps over which the step size rises linearly from 0 to its annealed value (Adam's first "
+        "steps otherwise move every weight by the full step size); 0 = off (the paper)")
     seed: int = setting(0, "random seed; each env is seeded from (seed, rank, env index)")
     model_type: str = setting("small",
         "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN) or mlp (2x64 tanh, for "
@@ -205,6 +208,8 @@ class Config:
                 f"--timesteps_per_actorbatch={self.timesteps_per_actorbatch} (both are per actor)")
         if finite("max_grad_norm") < 0.0:
             bad("max_grad_norm", ">= 0 (0 = off)")
+        if not isinstance(self.lr_warmup, int) or self.lr_warmup < 0:
+            bad("lr_warmup", "a whole number >= 0 (0 = off)")
 
     def _validate_choices(self) -> None:
         bad, finite = self._bad, self._finite

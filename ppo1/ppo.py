@@ -22,6 +22,11 @@ def linear_alpha(timesteps: int, env_steps: int) -> float:
     return max(1.0 - timesteps / env_steps, 0.0)
 
 
+def warmup_factor(timesteps: int, warmup_steps: int) -> float:
+    """Linear step-size warm-up: timesteps / warmup_steps, capped at 1; 1 when warmup_steps is 0 (off)."""
+    return 1.0 if warmup_steps <= 0 else min(timesteps / warmup_steps, 1.0)
+
+
 def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor,
                       clip: float) -> tuple[torch.Tensor, torch.Tensor]:
     """L^CLIP of the paper's eq. (7), as a loss to minimise.
@@ -74,7 +79,7 @@ class Hyper:
     """One iteration's update settings: the annealed clip and step size, and the fixed rest."""
 
     clip: float                 # epsilon x alpha (or epsilon, without annealing)
-    lr: float                   # Adam step size x alpha
+    lr: float                   # Adam step size x alpha (x the warm-up factor, with --lr_warmup)
     epochs: int
     minibatch: int              # samples per minibatch on this rank (optim_batchsize x envs per rank)
     vf_coef: float              # c1
@@ -83,9 +88,10 @@ class Hyper:
     max_grad_norm: float = 0.0  # > 0: clip the global gradient norm (after averaging over ranks)
 
     @classmethod
-    def at(cls, config, alpha: float, envs_per_rank: int) -> "Hyper":
-        """The settings of a Config at annealing factor alpha."""
-        return cls(clip=config.clip_param(alpha), lr=config.optim_stepsize * alpha, epochs=config.optim_epochs,
+    def at(cls, config, alpha: float, envs_per_rank: int, warmup: float = 1.0) -> "Hyper":
+        """The settings of a Config at annealing factor alpha (and step-size warm-up factor `warmup`)."""
+        return cls(clip=config.clip_param(alpha), lr=config.optim_stepsize * alpha * warmup,
+                   epochs=config.optim_epochs,
                    minibatch=config.optim_batchsize * envs_per_rank, vf_coef=config.vf_coef,
                    ent_coef=config.ent_coef_at(alpha), adv_norm=config.adv_norm, max_grad_norm=config.max_grad_norm)
 

@@ -23,7 +23,7 @@ from ppo1.distributed import Comm
 from ppo1.envs import make_vec_env
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
-from ppo1.ppo import Hyper, explained_variance, linear_alpha, update
+from ppo1.ppo import Hyper, explained_variance, linear_alpha, update, warmup_factor
 from ppo1.rollout import Collector, Segment
 from ppo1.video import TrainingVideo
 from ppo1.watchdog import Watchdog
@@ -99,7 +99,9 @@ class Trainer:
             self.wd = wd
             while self.state.iteration < self.n_iters:
                 wd.phase = "rollout"
-                hp = Hyper.at(cfg, linear_alpha(self.state.timesteps, cfg.env_steps), cfg.envs_per_rank)
+                t = self.state.timesteps
+                hp = Hyper.at(cfg, linear_alpha(t, cfg.env_steps), cfg.envs_per_rank,   # the step size warms
+                              warmup_factor(t + cfg.steps_per_iteration(comm.size), cfg.lr_warmup))  # up to its batch's end
                 seg = self.collector.collect()                                   # T x k steps
                 seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
                                                   cfg.gamma, cfg.lam)            # GAE(lambda), TD(lambda)

@@ -88,8 +88,19 @@ def test_entropy_coefficient_is_constant_unless_anneal_ent_is_on():
     assert Hyper.at(Config(ent_coef=0.01, anneal_ent=True), 0.0, 4).ent_coef == 0.0
 
 
+def test_step_size_is_warmup_times_alpha_times_optim_stepsize():
+    from ppo1.ppo import Hyper, warmup_factor
+    # 8 actors x T 128 = 1,024 steps per iteration; a warm-up over 4,096 steps: 1/4, 2/4, 3/4, then 1
+    assert [warmup_factor(t, 4096) for t in (1024, 2048, 3072, 4096, 8192)] == [0.25, 0.5, 0.75, 1.0, 1.0]
+    assert warmup_factor(1024, 0) == 1.0  # off: the paper's step size from the first iteration
+    cfg = Config(optim_stepsize=1e-3, lr_warmup=4096)
+    assert Hyper.at(cfg, 0.5, 4, warmup_factor(1024, cfg.lr_warmup)).lr == pytest.approx(1.25e-4)
+    assert Hyper.at(cfg, 0.5, 4).lr == pytest.approx(5e-4)
+
+
 @pytest.mark.parametrize("field,value", [("init", "xavier"), ("adv_norm", "global"), ("max_grad_norm", -1.0),
                                          ("preset", "turbo"), ("anneal_ent", "yes"),
+                                         ("lr_warmup", -1), ("lr_warmup", 0.5),
                                          ("deterministic", "yes"), ("compile", "yes")])
 def test_new_knobs_refuse_bad_values(field, value):
     with pytest.raises(PPO1Error, match=field):
