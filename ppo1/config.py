@@ -54,8 +54,11 @@ PRESETS: dict[str, dict] = {
     # the cleanrl settings with the small CNN (about twice the Nature CNN's SPS) at five times the
     # step size (at 2.5e-4 the small CNN learned far slower per step, at 7.5e-4 as fast as the Nature
     # CNN, at 1.25e-3 faster still: run I), the schedule ending at 1.8M agent steps, about 30 minutes
-    # at ~1,000 SPS, so the run ends by itself.
-    "fast": {**_CLEANRL, "model_type": "small", "optim_stepsize": 1.25e-3, "env_steps": 1_800_000},
+    # at ~1,000 SPS, so the run ends by itself. The step size warms up over the first 100k steps: at
+    # full size from the first step, Adam's sign-like first steps killed every filter of the first
+    # convolution with seed 2 (a constant network, runs V and W2 in the README's "Dead units").
+    "fast": {**_CLEANRL, "model_type": "small", "optim_stepsize": 1.25e-3, "env_steps": 1_800_000,
+             "lr_warmup": 100_000},
 }
 
 
