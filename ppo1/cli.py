@@ -14,8 +14,8 @@ import traceback
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
-from ppo1.config import (ADV_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRECISIONS, PRESETS, VECTOR_DEFAULTS,
-                         Config)
+from ppo1.config import (ADV_NORMS, FRAME_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRECISIONS, PRESETS,
+                         VECTOR_DEFAULTS, Config)
 from ppo1.launch import HeldInterrupt, say_interrupted_while_starting
 
 def _whole(text: str) -> int:
@@ -105,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs = {"action": argparse.BooleanOptionalAction, "default": argparse.SUPPRESS,
                       "help": f"{f.metadata['help']} (default: {default})"}
         choices = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "precision": PRECISIONS,
+                   "frame_norm": FRAME_NORMS,
                    "preset": (*PRESETS, "mujoco")}
         if f.name in choices:
             kwargs["choices"] = choices[f.name]

@@ -15,6 +15,7 @@ MODEL_TYPES = ("small", "large", "mlp")
 INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
 PRECISIONS = ("fp32", "bf16")
+FRAME_NORMS = ("scale", "center")
 
 # Settings of the machine, not of the run: a resumed run takes them from its command line (or the
 # defaults), never from the config.json of the checkpoint, so a run moves between GPU and CPU boxes.
@@ -119,6 +120,10 @@ class Config:
         "Pong on 2 cores); vector-observation envs use mujoco (baselines run_mujoco)")
     init: str = setting("normc",
         "weight initialisation: normc (baselines ppo1) or orthogonal (ppo2, CleanRL, SB3)")
+    frame_norm: str = setting("scale",
+        "CNN input: scale (frames / 255, baselines) or center (frames / 255 minus the per-pixel mean of "
+        "all ranks' frames so far, a running mean kept in the model: a background common to every "
+        "pixel no longer moves all of a filter's weights together)")
     adv_norm: str = setting("batch",
         "standardise advantages over the rank's batch (baselines ppo1) or each minibatch (ppo2)")
     max_grad_norm: float = setting(0.0,
@@ -218,6 +223,10 @@ class Config:
         bad, finite = self._bad, self._finite
         if self.init not in INITS:
             bad("init", f"one of {', '.join(INITS)}")
+        if self.frame_norm not in FRAME_NORMS:
+            bad("frame_norm", f"one of {', '.join(FRAME_NORMS)}")
+        if self.frame_norm != "scale" and self.model_type == "mlp":
+            bad("frame_norm", "scale with --model_type mlp (its observations have their own running mean/std)")
         if self.adv_norm not in ADV_NORMS:
             bad("adv_norm", f"one of {', '.join(ADV_NORMS)}")
         if self.preset not in PRESETS and self.preset != "mujoco":

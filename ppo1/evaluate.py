@@ -85,7 +85,7 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
         policy = build(saved.model_type, env.action_space, env.obs_shape)
         env.close()
     else:
-        policy = build(saved.model_type, state.num_actions)
+        policy = build(saved.model_type, state.num_actions, frame_norm=saved.frame_norm)
     policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
     configure(device, config.deterministic)
     policy.to(device).eval()

@@ -139,7 +139,7 @@ class Trainer:
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
                                self.venv.obs.itemsize, comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
-                                init=cfg.init).to(self.device)
+                                init=cfg.init, frame_norm=cfg.frame_norm).to(self.device)
             if cfg.precision == "bf16":
                 self.policy.autocast_dtype = torch.bfloat16
             self.optimizer = devices.make_adam(self.policy.parameters(), self.device, cfg.optim_stepsize,
@@ -217,11 +217,11 @@ class Trainer:
 
     # ------------------------------------------------------------------ one iteration
     def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
-        """Observation statistics (MLP), then the PPO epochs on this rank's batch. Counts the iteration.
+        """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch. Counts the iteration.
         Returns this rank's statistics: the update's means and the value function's explained variance."""
         self.wd.phase = "observation statistics allreduce"
-        if hasattr(self.policy, "ob_rms"):  # baselines: observation statistics update before the epochs
-            self.policy.ob_rms.update(seg.obs, self.comm.sum)
+        # baselines: observation statistics (MLP; --frame_norm center) updated before the epochs
+        self.policy.observe(seg.obs, self.comm.sum)
         self.wd.phase = "gradient allreduce"
         with self.profile.timer("update"):
             batch = seg.batch(self.device, self.rng, standardize_adv=self.config.adv_norm == "batch")
