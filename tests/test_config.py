@@ -114,10 +114,15 @@ def test_step_size_is_warmup_times_alpha_times_optim_stepsize():
 @pytest.mark.parametrize("field,value", [("init", "xavier"), ("adv_norm", "global"), ("max_grad_norm", -1.0),
                                          ("preset", "turbo"), ("anneal_ent", "yes"),
                                          ("lr_warmup", -1), ("lr_warmup", 0.5),
-                                         ("deterministic", "yes"), ("compile", "yes")])
+                                         ("deterministic", "yes"), ("compile", "yes"), ("frame_norm", "mean")])
 def test_new_knobs_refuse_bad_values(field, value):
     with pytest.raises(PPO1Error, match=field):
         dataclasses.replace(Config(), **{field: value}).validate()
+
+
+def test_frame_norm_center_is_refused_for_mlp_policies_naming_the_flag():
+    with pytest.raises(PPO1Error, match="frame_norm"):
+        Config(env_name="CartPole-v1", model_type="mlp", frame_norm="center").validate()
 
 
 def test_every_field_has_a_row_in_the_readme_flag_tables():

@@ -4,8 +4,9 @@ import shutil
 
 import numpy as np
 import pytest
+import torch
 
-from conftest import run_cli
+from conftest import TINY, run_cli
 from ppo1 import PPO1Error
 from ppo1.cli import _apply_mode_flags, build_parser
 from ppo1.config import Config
@@ -111,3 +112,15 @@ def test_a_run_directory_without_a_checkpoint_is_refused(tmp_path):
 def test_a_mode_flag_given_to_another_mode_or_out_of_range_is_refused(argv, message):
     with pytest.raises(PPO1Error, match=re.escape(message)):
         _apply_mode_flags(build_parser().parse_args(argv))
+
+
+def test_a_run_with_centred_frames_keeps_its_frame_mean_in_the_checkpoint_and_plays_from_it(tmp_path):
+    common = ["--checkpoint_dir", str(tmp_path), "--model_name", "c"]
+    r = run_cli([*TINY, *common, "--frame_norm", "center"], np_=2)
+    assert r.returncode == 0, r.stderr
+    model = torch.load(tmp_path / "c" / "latest.pt", weights_only=True)["model"]
+    assert model["frame_rms.count"].item() == pytest.approx(512, abs=0.1)  # 2 ranks x 2 envs x 128 frames
+    assert 0 < model["frame_rms.sum"].mean().item() / 512 < 255
+    r = run_cli(["--mode", "play", "--episodes", "1", *common])
+    assert r.returncode == 0, r.stderr
+    assert len(GAME.findall(r.stdout)) == 1, r.stdout

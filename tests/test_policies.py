@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -58,3 +59,25 @@ def test_orthogonal_init_gives_orthogonal_rows_and_larger_features_than_normc():
         f_orth = orth.torso(frames.float() / 255).mean()
         f_normc = normc.torso(frames.float() / 255).mean()
     assert f_orth > 2 * f_normc  # the lead of issue 9: normc + Glorot give ~5x smaller torso features
+
+
+def test_frame_norm_center_subtracts_the_running_mean_of_each_observations_newest_frame():
+    policy = build("small", 3, frame_norm="center")
+    obs = np.full((2, 1, 4, 84, 84), 7, dtype=np.uint8)  # (T, k, 4, 84, 84) as a rollout stores them
+    obs[0, 0, -1], obs[1, 0, -1] = 100, 200               # newest frames; the older three (7) do not count
+    obs[1, 0, -1, 0, 0] = 0                                # one pixel: mean (100 + 0) / 2
+    policy.observe(obs)
+    mean = policy.frame_rms.mean()  # sum / count, count = 2 frames (+ 0.01 so it starts defined)
+    assert mean[0, 0].item() == pytest.approx(50, rel=1e-2) and mean[5, 5].item() == pytest.approx(150, rel=1e-2)
+    frames = torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8)
+    expected = policy.pi(policy.torso((frames.double() - mean).float() / 255))
+    torch.testing.assert_close(policy(frames)[0], expected, atol=1e-5, rtol=1e-4)
+
+
+def test_frame_norm_scale_keeps_the_checkpoint_keys_of_before_and_ignores_observe():
+    scale, center = build("small", 3), build("small", 3, frame_norm="center")
+    assert not any(k.startswith("frame_rms") for k in scale.state_dict())
+    assert {"frame_rms.sum", "frame_rms.count"} <= set(center.state_dict())
+    before = [p.clone() for p in scale.state_dict().values()]
+    scale.observe(np.zeros((1, 1, 4, 84, 84), np.uint8))
+    assert all(torch.equal(a, b) for a, b in zip(before, scale.state_dict().values()))
