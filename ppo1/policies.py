@@ -2,7 +2,8 @@
 
 `small` (the PPO paper's CNN, as A3C) and `large` (Nature DQN) of `cnn_policy` map uint8 frames
 (B, 4, 84, 84) to categorical logits (B, A) and a value (B,); frames are scaled to [0, 1] inside the
-model, so rollouts store uint8. `mlp` (baselines' `mlp_policy`) maps vector observations (B, D),
+model (with `--frame_norm center`, less the running per-pixel mean the model keeps), so rollouts store
+uint8. `mlp` (baselines' `mlp_policy`) maps vector observations (B, D),
 normalised by a running mean/std kept identical on all ranks, through separate 2x64 tanh networks to
 a categorical (Discrete actions) or diagonal Gaussian with state-independent log-std (Box actions)
 and a value. Linear layers use baselines' normc initialisation (policy head gain 0.01); conv layers
