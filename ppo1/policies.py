@@ -129,13 +129,7 @@ class CnnPolicy(ActorCritic):
         shape): oneDNN's convolutions run a third faster that way (small CNN forward + backward of 128
         frames on one thread: 42 -> 32 ms; Nature CNN: 102 -> 83 ms). GPUs keep the default layout.
         """
-        if obs.device.type == "cpu":
-            obs = obs.contiguous(memory_format=torch.channels_last)
-        x = obs.float()
-        if hasattr(self, "frame_rms"):
-            x.sub_(self.frame_rms.mean().float())  # (84, 84) over the batch and the 4 frames; in place
-            # keeps channels-last (an out-of-place subtraction returned NCHW: 39 -> 67 ms per update batch)
-        x = x.div_(255.0)
+        x = self.torso_input(obs)
         if self.autocast_dtype is not None and torch.is_grad_enabled():
             # --precision bf16, in the update only (the rollouts run without gradients: in fp32, as
             # there a batch of a few frames ran slower in bf16): the torso under autocast, its
@@ -147,6 +141,17 @@ class CnnPolicy(ActorCritic):
         else:
             h = self.torso(x)
         return self.pi(h), self.vf(h).squeeze(-1)
+
+    def torso_input(self, obs: torch.Tensor) -> torch.Tensor:
+        """uint8 frames (B, 4, 84, 84) -> what the torso reads: float32 in [0, 1] (`scale`), less the
+        running per-pixel mean / 255 (`center`); channels-last on the CPU."""
+        if obs.device.type == "cpu":
+            obs = obs.contiguous(memory_format=torch.channels_last)
+        x = obs.float()
+        if hasattr(self, "frame_rms"):
+            x.sub_(self.frame_rms.mean().float())  # (84, 84) over the batch and the 4 frames; in place
+            # keeps channels-last (an out-of-place subtraction returned NCHW: 39 -> 67 ms per update batch)
+        return x.div_(255.0)
 
     def distribution(self, logits: torch.Tensor) -> Categorical:
         return Categorical(logits=logits)
