@@ -27,16 +27,18 @@ def test_config_json_of_older_versions_with_extra_still_loads(tmp_path):
     assert load_config(str(tmp_path)) == Config(gamma=0.9)
 
 
-def test_a_fast_run_saved_before_lr_warmup_resumes_without_it_and_a_new_one_warms_up(tmp_path):
+def test_a_fast_run_saved_before_lr_warmup_and_frame_norm_resumes_without_them_and_a_new_one_has_both(tmp_path):
     from ppo1.cli import build_config, build_parser, preset_values
     run = tmp_path / "old-fast"
     run.mkdir()
     saved = dataclasses.replace(Config(), **preset_values({"preset": "fast"})).to_dict()
-    del saved["lr_warmup"]                                      # config.json of a run before the field
+    del saved["lr_warmup"], saved["frame_norm"]                 # config.json of a run before the fields
     (run / "config.json").write_text(json.dumps(saved))
     flags = ["--checkpoint_dir", str(tmp_path), "--preset", "fast", "--model_name"]
-    assert build_config(build_parser().parse_args(flags + ["old-fast"])).lr_warmup == 0
-    assert build_config(build_parser().parse_args(flags + ["new-fast"])).lr_warmup == 100_000
+    old = build_config(build_parser().parse_args(flags + ["old-fast"]))
+    new = build_config(build_parser().parse_args(flags + ["new-fast"]))
+    assert (old.lr_warmup, old.frame_norm) == (0, "scale")     # its checkpoint has no frame mean to load
+    assert (new.lr_warmup, new.frame_norm) == (100_000, "center")
 
 
 def test_every_field_has_one_line_help_and_the_cli_shows_it():
@@ -83,10 +85,10 @@ def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
     assert base.gamma == 0.99 and base.vf_coef == 1.0
     fast = dataclasses.replace(Config(), **preset_values({"preset": "fast"}))
     clean = dataclasses.replace(Config(), **preset_values({"preset": "cleanrl"}))
-    assert (fast.model_type, fast.optim_stepsize, fast.env_steps, fast.lr_warmup) == (
-        "small", 1.25e-3, 1_800_000, 100_000)
+    assert (fast.model_type, fast.optim_stepsize, fast.env_steps, fast.lr_warmup, fast.frame_norm) == (
+        "small", 1.25e-3, 1_800_000, 100_000, "center")
     assert dataclasses.replace(fast, preset="cleanrl", model_type="large", optim_stepsize=2.5e-4,
-                               env_steps=10_000_000, lr_warmup=0) == clean
+                               env_steps=10_000_000, lr_warmup=0, frame_norm="scale") == clean
 
 
 def test_clip_is_annealed_unless_anneal_clip_is_off():
