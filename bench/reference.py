@@ -270,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         s = run_ppo1(config, args.steps, args.seed, out)
         lines.append(f"ppo1: {s['steps']} steps, {s['minutes']:.1f} min, mean of the last 100 games {s['ret100']:.2f}")
     if args.only in (None, "sb3"):
+        if config.frame_norm != "scale":  # SB3's CnnPolicy divides by 255; the Torso above reads what it gets
+            print(f"bench.reference: SB3 reads frames / 255 where ppo1 runs --frame_norm {config.frame_norm}; "
+                  "--set frame_norm=scale gives both the same input", flush=True)
         s = run_sb3(config, args.steps, args.seed, out)
         lines.append(f"sb3:  {s['steps']} steps, {s['minutes']:.1f} min, mean of the last 100 games {s['ret100']:.2f}")
     png = plot_curves(out, config.env_name, f"{config.env_name}, preset {name}, seed {args.seed}")

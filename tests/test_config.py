@@ -27,7 +27,7 @@ def test_config_json_of_older_versions_with_extra_still_loads(tmp_path):
     assert load_config(str(tmp_path)) == Config(gamma=0.9)
 
 
-def test_a_fast_run_saved_before_lr_warmup_and_frame_norm_resumes_without_them_and_a_new_one_has_both(tmp_path):
+def test_runs_saved_before_lr_warmup_and_frame_norm_resume_without_them_and_new_ones_have_the_presets(tmp_path):
     from ppo1.cli import build_config, build_parser, preset_values
     run = tmp_path / "old-fast"
     run.mkdir()
@@ -39,6 +39,12 @@ def test_a_fast_run_saved_before_lr_warmup_and_frame_norm_resumes_without_them_a
     new = build_config(build_parser().parse_args(flags + ["new-fast"]))
     assert (old.lr_warmup, old.frame_norm) == (0, "scale")     # its checkpoint has no frame mean to load
     assert (new.lr_warmup, new.frame_norm) == (100_000, "center")
+    saved = dataclasses.replace(Config(), **preset_values({"preset": "paper"})).to_dict()
+    del saved["lr_warmup"], saved["frame_norm"]                 # a paper run (the default) of before
+    (tmp_path / "old-paper").mkdir()
+    (tmp_path / "old-paper" / "config.json").write_text(json.dumps(saved))
+    assert build_config(build_parser().parse_args(flags[:2] + ["--model_name", "old-paper"])).frame_norm == "scale"
+    assert build_config(build_parser().parse_args(flags[:2] + ["--model_name", "new-paper"])).frame_norm == "center"
 
 
 def test_every_field_has_one_line_help_and_the_cli_shows_it():
@@ -78,7 +84,7 @@ def test_iterations_are_whole_and_never_overrun_env_steps():
 def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
     from ppo1.cli import preset_values
     paper = dataclasses.replace(Config(), **preset_values({"preset": "paper"}))
-    assert paper == dataclasses.replace(Config(), preset="paper")
+    assert paper == dataclasses.replace(Config(), preset="paper", frame_norm="center")  # Table 5, centred frames
     base = dataclasses.replace(Config(), **preset_values({"preset": "baselines"}))
     assert (base.model_type, base.timesteps_per_actorbatch, base.optim_epochs, base.optim_stepsize,
             base.epsilon, base.optim_batchsize) == ("large", 256, 4, 1e-3, 0.2, 64)
