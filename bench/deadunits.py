@@ -72,8 +72,7 @@ def report(checkpoint_dir: str, model_name: str, n_frames: int, seed: int, out=p
     if not hasattr(policy, "torso"):
         raise PPO1Error(f"{model_name} is an MLP policy: bench.deadunits reads CNN policies only")
     obs = torch.from_numpy(random_frames(trained.config.env_name, n_frames, seed))
-    with torch.no_grad():
-        x = policy.torso_input(obs)  # as the model reads them: scaled, and centred with --frame_norm center
+    x = policy.torso_input(obs)  # as the model reads them: scaled, and centred with --frame_norm center
     layers = live_units(policy.torso, x)
     out(f"{model_name}: {n_frames} frames of random play in {trained.config.env_name}")
     for kind, live, total in layers:

@@ -217,11 +217,11 @@ class Trainer:
 
     # ------------------------------------------------------------------ one iteration
     def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
-        """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch. Counts the iteration.
-        Returns this rank's statistics: the update's means and the value function's explained variance."""
+        """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch.
+        Counts the iteration. Returns this rank's statistics: the update's means and the value
+        function's explained variance."""
         self.wd.phase = "observation statistics allreduce"
-        # baselines: observation statistics (MLP; --frame_norm center) updated before the epochs
-        self.policy.observe(seg.obs, self.comm.sum)
+        self.policy.observe(seg.obs, self.comm.sum)  # baselines: before the epochs
         self.wd.phase = "gradient allreduce"
         with self.profile.timer("update"):
             batch = seg.batch(self.device, self.rng, standardize_adv=self.config.adv_norm == "batch")
