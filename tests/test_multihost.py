@@ -115,6 +115,9 @@ def test_resume_then_a_cut_link_ends_every_process_on_every_host_within_the_watc
     # the cut-off rank's stderr cannot reach the launcher any more: its line is on its own host's disk
     with open(f"{hosts.disk}.host2/watchdog.rank1") as f:
         assert f.read().startswith("ppo1: watchdog: rank 1 on host ppo1-host2: no iteration finished")
+    # the checkpoint of iteration 3 is on disk: rank 1 wrote iteration 4's digest, so rank 0 had joined
+    # iteration 4's gradient allreduce, which it reaches only after saving iteration 3. Iteration 4's own
+    # checkpoint may be lost: the cut can fall between that digest and the gather before its save.
     state, path, problems = checkpoint.load_newest(f"{hosts.disk}.host1/mh")
-    assert state is not None and not problems and state.iteration >= 4, problems
+    assert state is not None and not problems and state.iteration >= 3, problems
     checkpoint.load(os.path.join(f"{hosts.disk}.host1/mh", checkpoint.LATEST))
