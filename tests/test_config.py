@@ -92,7 +92,7 @@ def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
     fast = dataclasses.replace(Config(), **preset_values({"preset": "fast"}))
     clean = dataclasses.replace(Config(), **preset_values({"preset": "cleanrl"}))
     assert (fast.model_type, fast.optim_stepsize, fast.env_steps, fast.lr_warmup, fast.frame_norm) == (
-        "small", 1.25e-3, 1_800_000, 100_000, "center")
+        "small", 1.25e-3, 1_100_000, 100_000, "center")
     assert dataclasses.replace(fast, preset="cleanrl", model_type="large", optim_stepsize=2.5e-4,
                                env_steps=10_000_000, lr_warmup=0, frame_norm="scale") == clean
 
