@@ -47,8 +47,8 @@ PRESETS: dict[str, dict] = {
     # The PPO paper, Table 5: small CNN, T 128, 3 epochs, minibatch 32/actor, lr 2.5e-4 and clip 0.1
     # both annealed, c1 = 1, per-batch advantage standardisation, no gradient clipping. The paper does
     # not say how frames enter the network: centred (baselines divided by 255: `scale`), with which the
-    # paper's settings reached the paper's curve (run Y in the README: +16.8 at 2M steps; -15.8 with
-    # frames / 255).
+    # paper's settings reached the paper's range at 2M steps (runs Y and Y1 in the README, seeds 0 and 1:
+    # +16.8 and +7.6; -15.8 with frames / 255).
     "paper": {"frame_norm": "center"},
     # baselines ppo1's own run_atari.py (lucaslingle/ppo1 "model-ppo1-defaults").
     "baselines": {"model_type": "large", "timesteps_per_actorbatch": 256, "optim_epochs": 4,
