@@ -58,12 +58,11 @@ PRESETS: dict[str, dict] = {
     # the cleanrl settings with the small CNN (about twice the Nature CNN's SPS) at five times the
     # step size (at 2.5e-4 the small CNN learned far slower per step, at 7.5e-4 as fast as the Nature
     # CNN, at 1.25e-3 faster still: run I), the schedule ending at 1.1M agent steps, so the run ends
-    # by itself: runs Z, Z1 and Z2 (seeds 0, 1, 2) ended at +20.14 (Z0, the same run again: 18.2 minutes
-    # at 1,007 SPS), +20.40 (Z1: 27.7 minutes at 662 SPS) and +20.73, X at +20.12 over 1.8M; over 0.75M,
-    # +18.42 (Z750). The step size warms up over
-    # the first 100k steps: at full size from the first step, Adam's sign-like first steps killed every
-    # filter of the first convolution with seed 2 (a constant network, runs V and W2 in the README's
-    # "Dead units").
+    # by itself: seeds 0-3 ended at +20.14 (Z0: 18.2 minutes at 1,007 SPS), +20.40 (Z1: 27.7 minutes
+    # at 662 SPS), +20.73 (Z2) and +20.52 (Z3: 21.7 minutes at 844 SPS); X at +20.12 over 1.8M; over
+    # 0.75M, +18.42 (Z750). The step size warms up over the first 100k steps: at full size from the
+    # first step, Adam's sign-like first steps killed every filter of the first convolution with seed
+    # 2 (a constant network, runs V and W2 in the README's "Dead units").
     # Centred frames keep most first-layer filters alive (a background shared by every pixel moved all
     # of a filter's weights together): seed 0 at +18.7 after 0.5M steps where it was at -12.1 (run X).
     "fast": {**_CLEANRL, "model_type": "small", "optim_stepsize": 1.25e-3, "env_steps": 1_100_000,
