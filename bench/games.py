@@ -1,0 +1,301 @@
+"""Games benchmark: one preset on several Atari games, one after the other, as a user runs it.
+
+    python -m bench.games --preset fast --steps 2e6 --games BeamRider,Qbert,Seaquest,MsPacman
+    python -m bench.games --preset fast --steps 2e6 --games ALE/Pong-v5      # sticky actions
+    python -m bench.games --preset fast --steps 2e6 --games Pong --only report   # table and grid only
+
+Each game trains with `mpirun -np 2 python -m run_atari --preset P --envs_per_rank 4 --env_name
+<Game>NoFrameskip-v4 --env_steps S --seed N` (8 actors); a rerun continues the runs it finds (a run is
+a normal ppo1 run directory under --checkpoint_dir, resumed as any run) and skips the finished ones.
+After training, `--mode play --episodes 10` and a greedy GIF of the start of one game.
+
+Writes, per game, under --out (default assets/games/<preset>-<steps>/<Game>[-v5]/): config.json,
+progress.csv, curve.png (with the published points of bench/published.json as markers), play.txt
+(the play summary), greedy.gif; for the set: results.md (one table) and curves.png (a grid).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PUBLISHED = os.path.join(REPO, "bench", "published.json")
+NP, ENVS_PER_RANK = 2, 4
+MARKS = (500_000, 1_000_000, 2_000_000)  # agent steps at which the table reads the curve
+GIF_FRAMES = 900  # 15 s of game
+
+
+def env_id(game: str) -> str:
+    """`Pong` -> PongNoFrameskip-v4; a full id (ALE/Pong-v5, PongNoFrameskip-v4) is kept."""
+    return game if "/" in game or "-v" in game else f"{game}NoFrameskip-v4"
+
+
+def game_name(env: str) -> str:
+    """The game of an env id: PongNoFrameskip-v4 -> Pong, ALE/Pong-v5 -> Pong."""
+    base = env.split("/")[-1]
+    return base.split("NoFrameskip")[0].split("-v")[0]
+
+
+def label(env: str) -> str:
+    """The directory (and table) name of a game's run: Pong for v4 ids, Pong-v5 for ALE/Pong-v5."""
+    return game_name(env) + ("-v5" if env.endswith("-v5") else "")
+
+
+def sticky(env: str) -> bool:
+    return env.startswith("ALE/") and env.endswith("-v5")
+
+
+def load_published(path: str = PUBLISHED) -> dict:
+    with open(path) as f:
+        return json.load(f)
+
+
+def read_progress(path: str) -> list[tuple[int, float, float]]:
+    """(agent steps, mean return of the last 100 real games, cumulative seconds) of each row of a
+    progress.csv, over every resume of the run."""
+    from ppo1.metrics import cumulative_seconds
+
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    seconds = cumulative_seconds(float(r["time_elapsed"]) for r in rows)
+    out = []
+    for r, t in zip(rows, seconds):
+        ret = float(r["ep_return_mean"]) if r["ep_return_mean"] not in ("", "nan") else math.nan
+        out.append((int(r["timesteps"]), ret, t))
+    return out
+
+
+def at_steps(rows: list[tuple[int, float, float]], steps: int, slack: int = 8192) -> float:
+    """The curve's value at the first row with at least `steps` agent steps (rows within `slack` steps
+    below count: a 2M schedule's last iteration ends a few hundred steps short); nan if it never gets there."""
+    for s, ret, _t in rows:
+        if s >= steps - slack:
+            return ret
+    return math.nan
+
+
+def hns(score: float, pub: dict) -> float:
+    """Human-normalised score: (score - random) / (human - random)."""
+    return (score - pub["random"]) / (pub["human"] - pub["random"])
+
+
+def _fmt(x: float | None, digits: int = 1) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{x:,.{digits}f}"
+
+
+def summarize(out_dir: str) -> dict | None:
+    """One game's row from its out_dir (progress.csv, config.json, play.txt); None before training."""
+    progress = os.path.join(out_dir, "progress.csv")
+    if not os.path.exists(progress):
+        return None
+    with open(os.path.join(out_dir, "config.json")) as f:
+        cfg = json.load(f)
+    rows = read_progress(progress)
+    steps, final, seconds = rows[-1]
+    play = ""
+    if os.path.exists(os.path.join(out_dir, "play.txt")):
+        with open(os.path.join(out_dir, "play.txt")) as f:
+            play = f.read().strip()
+    return {"env": cfg["env_name"], "preset": cfg["preset"], "steps": steps, "minutes": seconds / 60,
+            "sps": steps / max(seconds, 1e-9), "final": final,
+            "marks": {m: at_steps(rows, m) for m in MARKS}, "play": play, "rows": rows}
+
+
+def results_table(rows: dict[str, dict], published: dict) -> str:
+    """The markdown table of the set: one row per game (label -> summarize())."""
+    head = ("| game | env id | preset | agent steps | minutes | SPS | 0.5M | 1M | 2M | ppo2 1M / 2M | "
+            "CleanRL 1M / 2M | 10M finals: paper / ppo2 / CleanRL | HNS at end |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for name, s in rows.items():
+        pub = published["games"].get(game_name(s["env"]), {})
+        ref = (lambda src: " / ".join(_fmt(pub.get(src, {}).get(str(m))) for m in MARKS[1:])) if pub else None
+        finals = " / ".join(_fmt(pub.get(k)) for k in ("paper_10M", "ppo2_10M", "cleanrl_10M")) if pub else "–"
+        note = " (sticky)" if sticky(s["env"]) else ""
+        lines.append(
+            f"| {name} | `{s['env']}`{note} | {s['preset']} | {s['steps']:,} | {s['minutes']:.1f} | {s['sps']:.0f} | "
+            + " | ".join(_fmt(s["marks"][m]) for m in MARKS)
+            + f" | {ref('ppo2') if ref else '–'} | {ref('cleanrl') if ref else '–'} | {finals} | "
+            + (f"{hns(s['final'], pub):.2f}" if pub and not math.isnan(s["final"]) else "–") + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _plot_one(ax, s: dict, pub: dict) -> None:
+    rows = s["rows"]
+    ax.plot([r[0] for r in rows], [r[1] for r in rows], color="tab:blue", label="ppo1")
+    for src, color, marker, text in (("ppo2", "tab:green", "^", "baselines ppo2"),
+                                     ("cleanrl", "tab:red", "o", "CleanRL ppo_atari")):
+        points = pub.get(src, {})
+        if points and not sticky(s["env"]):
+            xs = sorted(int(k) for k in points)
+            ax.plot(xs, [points[str(x)] for x in xs], marker, color=color, label=text)
+    ax.set_title(f"{s['env']} ({s['preset']})", fontsize=9)
+    ax.set_xlabel("agent steps", fontsize=8)
+    ax.set_ylabel("mean of last 100 games", fontsize=8)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def plot_game(out_dir: str, s: dict, published: dict) -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    _plot_one(ax, s, published["games"].get(game_name(s["env"]), {}))
+    path = os.path.join(out_dir, "curve.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def plot_grid(path: str, rows: dict[str, dict], published: dict) -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = len(rows)
+    cols = min(n, 3)
+    lines = math.ceil(n / cols)
+    fig, axes = plt.subplots(lines, cols, figsize=(5 * cols, 3.6 * lines), squeeze=False)
+    for ax, s in zip(axes.flat, rows.values()):
+        _plot_one(ax, s, published["games"].get(game_name(s["env"]), {}))
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def _mpirun() -> list[str]:
+    from bench.learning import _mpirun as find
+    return find(NP)
+
+
+def _run(cmd: list[str], log: str | None = None) -> int:
+    print("bench.games:", " ".join(cmd), flush=True)
+    if log is None:
+        return subprocess.call(cmd, cwd=REPO)
+    with open(log, "w") as f:
+        return subprocess.call(cmd, cwd=REPO, stdout=f, stderr=subprocess.STDOUT)
+
+
+def run_game(env: str, args, run_name: str, out_dir: str) -> int:
+    """Train (or continue) one game's run, then play and record it; copy its small files to out_dir."""
+    run_dir = os.path.join(args.checkpoint_dir, run_name)
+    common = ["--checkpoint_dir", args.checkpoint_dir, "--model_name", run_name]
+    train = [*_mpirun(), sys.executable, "-m", "run_atari", "--preset", args.preset, "--env_name", env,
+             "--envs_per_rank", str(ENVS_PER_RANK), "--env_steps", str(args.steps), "--seed", str(args.seed),
+             *common, *args.extra]
+    if not _finished(run_dir):
+        start = time.time()
+        code = _run(train)
+        if code != 0:
+            print(f"bench.games: {env} training exited with status {code} after {(time.time() - start) / 60:.1f} min")
+            return code
+    os.makedirs(out_dir, exist_ok=True)
+    for name in ("config.json", "progress.csv"):
+        shutil.copyfile(os.path.join(run_dir, name), os.path.join(out_dir, name))
+    if not os.path.exists(os.path.join(out_dir, "play.txt")):
+        log = os.path.join(run_dir, "play.log")
+        code = _run([*_mpirun(), sys.executable, "-m", "run_atari", "--mode", "play", "--episodes", "10", *common],
+                    log)
+        with open(log) as f:
+            lines = [line for line in f.read().splitlines() if line.startswith(("game ", "ppo1: 10 games"))]
+        if code != 0 or not lines:
+            print(f"bench.games: {env} play exited with status {code}; see {log}")
+            return code or 1
+        with open(os.path.join(out_dir, "play.txt"), "w") as f:
+            f.write(f"python -m run_atari --mode play --episodes 10 --model_name {run_name} (sampled actions)\n")
+            f.write("\n".join(lines) + "\n")
+    if not os.path.exists(os.path.join(out_dir, "greedy.gif")):
+        assets = os.path.join(run_dir, "movie")
+        code = _run([sys.executable, "-m", "run_atari", "--mode", "movie", "--greedy", "--gif", "--max_frames",
+                     str(GIF_FRAMES), "--asset_dir", assets, *common], os.path.join(run_dir, "movie.log"))
+        gifs = sorted(g for g in os.listdir(os.path.join(assets, run_name)) if g.endswith(".gif")) \
+            if code == 0 else []
+        if not gifs:
+            print(f"bench.games: {env} movie exited with status {code}; see {run_dir}/movie.log")
+            return code or 1
+        shutil.copyfile(os.path.join(assets, run_name, gifs[-1]), os.path.join(out_dir, "greedy.gif"))
+    return 0
+
+
+def _finished(run_dir: str) -> bool:
+    """Whether the run's progress.csv reaches the end of its schedule (the last iteration was logged)."""
+    progress, config = os.path.join(run_dir, "progress.csv"), os.path.join(run_dir, "config.json")
+    if not (os.path.exists(progress) and os.path.exists(config)):
+        return False
+    with open(config) as f:
+        cfg = json.load(f)
+    per_iter = cfg["timesteps_per_actorbatch"] * NP * ENVS_PER_RANK
+    rows = read_progress(progress)
+    return bool(rows) and rows[-1][0] >= (cfg["env_steps"] // per_iter) * per_iter
+
+
+def report(out: str, labels: list[str], published: dict) -> str | None:
+    """Rewrite each game's curve.png and the set's results.md and curves.png from the files under out."""
+    rows = {}
+    for name in labels:
+        s = summarize(os.path.join(out, name))
+        if s is not None:
+            plot_game(os.path.join(out, name), s, published)
+            rows[name] = s
+    if not rows:
+        return None
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write(results_table(rows, published))
+    plot_grid(os.path.join(out, "curves.png"), rows, published)
+    return os.path.join(out, "results.md")
+
+
+def _game_dirs(out: str) -> list[str]:
+    return sorted(d for d in os.listdir(out) if os.path.isdir(os.path.join(out, d))) if os.path.isdir(out) else []
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.games", description=__doc__.splitlines()[0])
+    p.add_argument("--preset", default="fast")
+    p.add_argument("--steps", type=lambda s: int(float(s)), default=2_000_000, help="agent steps per game")
+    p.add_argument("--games", default="BeamRider,Qbert,Seaquest,MsPacman,Pong,Breakout",
+                   help="comma-separated: game names (<Game>NoFrameskip-v4) or full ids such as ALE/Pong-v5")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--checkpoint_dir", default=os.path.join("checkpoints", "games"))
+    p.add_argument("--out", help="default: assets/games/<preset>-<steps>")
+    p.add_argument("--only", choices=("report",), help="only rewrite the table and plots from what exists")
+    p.add_argument("--set", dest="extra", action="append", default=[], metavar="--FLAG=VALUE",
+                   help="an extra run_atari flag for every game (an A/B variant; use with --tag)")
+    p.add_argument("--tag", default="", help="suffix of the run names and of the default --out")
+    args = p.parse_args(argv)
+
+    envs = [env_id(g.strip()) for g in args.games.split(",") if g.strip()]
+    tag = f"-{args.tag}" if args.tag else ""
+    out = os.path.abspath(args.out or os.path.join(REPO, "assets", "games", f"{args.preset}-{args.steps / 1e6:g}M{tag}"))
+    published = load_published()
+    if args.only != "report":
+        for env, name in ((e, label(e)) for e in envs):
+            run_name = f"{args.preset}-{name}-seed{args.seed}{tag}"
+            code = run_game(env, args, run_name, os.path.join(out, name))
+            if code != 0:
+                return code
+            report(out, _game_dirs(out), published)
+            print(f"bench.games: {name} done: {out}/{name}", flush=True)
+    table = report(out, _game_dirs(out), published)
+    if table:
+        with open(table) as f:
+            print(f.read())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
