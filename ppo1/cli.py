@@ -14,8 +14,8 @@ import traceback
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
-from ppo1.config import (ADV_NORMS, FRAME_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRECISIONS, PRESETS,
-                         VECTOR_DEFAULTS, Config)
+from ppo1.config import (ADV_NORMS, FRAME_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRECISIONS, PRESET_HELP,  # noqa: F401
+                         PRESETS, Config, preset_values)  # preset_values: also imported from here by bench
 from ppo1.launch import HeldInterrupt, say_interrupted_while_starting
 
 def _whole(text: str) -> int:
@@ -88,36 +88,79 @@ def _given_config_flags(args: argparse.Namespace) -> dict:
     return {k: v for k, v in vars(args).items() if k in Config.field_names()}
 
 
+# --help's sections: every Config field and every other flag in exactly one (a test checks).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "what to train": ("mode", "env_name", "preset", "env_steps", "seed"),
+    "PPO hyperparameters": (
+        "timesteps_per_actorbatch", "optim_epochs", "optim_batchsize", "optim_stepsize", "adam_epsilon",
+        "lr_warmup", "epsilon", "anneal_clip", "gamma", "lam", "ent_coef", "anneal_ent", "vf_coef",
+        "adv_norm", "max_grad_norm"),
+    "network": ("model_type", "init", "frame_norm", "precision", "compile"),
+    "parallelism and devices": ("np", "envs_per_rank", "num_threads", "device", "deterministic",
+                                "sync_check_interval", "watchdog_timeout"),
+    "run directory and checkpoints": ("model_name", "checkpoint_dir", "asset_dir", "fresh", "save_interval",
+                                      "keep_checkpoints", "stop_after_iterations", "video_interval",
+                                      "video_max_frames"),
+    "play / movie / plot": ("episodes", "greedy", "render", "max_frames", "gif", "runs", "plot_x"),
+}
+
+_CHOICES = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "precision": PRECISIONS,
+            "frame_norm": FRAME_NORMS, "preset": (*PRESETS, "mujoco")}
+
+
+def _field_kwargs(f: dataclasses.Field, default) -> dict:
+    """add_argument's keywords for a Config field: its help (from the field's metadata) and type."""
+    help_ = f"{f.metadata['help']} (default: {default})"
+    if f.name == "preset":
+        help_ += ":" + "".join(f"\n{name}: {text}" for name, text in PRESET_HELP.items())
+    if isinstance(default, bool):
+        return {"action": argparse.BooleanOptionalAction, "default": argparse.SUPPRESS, "help": help_}
+    kwargs = {"type": _whole if type(default) is int else type(default), "default": argparse.SUPPRESS,
+              "help": help_}
+    if f.name in _CHOICES:
+        kwargs["choices"] = _CHOICES[f.name]
+    return kwargs
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, keeping the line breaks written into a help text (the presets)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        split = super()._split_lines  # (zero-argument super() does not work inside a comprehension)
+        return [line for part in text.splitlines() for line in split(part, width)]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
-        prog="run_atari", description="PPO (Schulman et al., 2017) on Atari, MPI-parallel: "
-        "mpirun -np N python -m run_atari --env_name PongNoFrameskip-v4")
-    p.add_argument("--mode", choices=("train", "play", "movie", "plot"), default="train",
-                   help="train a policy, play games with the newest checkpoint, record a video of one, "
-                        "or plot learning curves")
+        prog="run_atari", formatter_class=_Formatter,
+        usage="python -m run_atari [--np N] [--mode {train,play,movie,plot}] [--preset NAME] "
+              "[--env_name ID] [--FLAG VALUE ...]",
+        description="PPO (Schulman et al., 2017) on Atari, MPI-parallel: "
+        "python -m run_atari --np 2 --preset fast (or mpirun -np N python -m run_atari ...)")
+    groups = {title: p.add_argument_group(title) for title in GROUPS}
+    where = {name: groups[title] for title, names in GROUPS.items() for name in names}
+    where["mode"].add_argument(
+        "--mode", choices=("train", "play", "movie", "plot"), default="train",
+        help="train a policy, play games with the newest checkpoint, record a video of one, or plot "
+             "learning curves")
     defaults = Config()
     for f in dataclasses.fields(Config):  # each field's help is in its metadata (config.setting)
-        default = getattr(defaults, f.name)
-        kind = type(default)
-        kwargs = {"type": _whole if kind is int else kind, "default": argparse.SUPPRESS,
-                  "help": f"{f.metadata['help']} (default: {default})"}
-        if kind is bool:
-            kwargs = {"action": argparse.BooleanOptionalAction, "default": argparse.SUPPRESS,
-                      "help": f"{f.metadata['help']} (default: {default})"}
-        choices = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "precision": PRECISIONS,
-                   "frame_norm": FRAME_NORMS,
-                   "preset": (*PRESETS, "mujoco")}
-        if f.name in choices:
-            kwargs["choices"] = choices[f.name]
-        p.add_argument(f"--{f.name}", **kwargs)
+        where[f.name].add_argument(f"--{f.name}", **_field_kwargs(f, getattr(defaults, f.name)))
     for name, (_modes, _default, kwargs) in _MODE_FLAGS.items():
-        p.add_argument(f"--{name}", default=argparse.SUPPRESS, **kwargs)
-    p.add_argument("--fresh", action="store_true",
-                   help="train from scratch: move an existing run directory aside (to <run>.old-<time>) "
-                        "instead of resuming")
-    p.add_argument("--stop_after_iterations", type=_count, default=0, metavar="N",
-                   help="train mode: end this invocation after N iterations (checkpointed; the schedule still "
-                        "runs over --env_steps, so running again resumes it)")
+        where[name].add_argument(f"--{name}", default=argparse.SUPPRESS, **kwargs)
+    where["np"].add_argument(
+        "--np", type=_whole, default=0, metavar="N",
+        help="start N ranks: run this command again under the mpirun of this Python environment (the "
+             "mpich wheel's, else the one on PATH); not under mpirun, which sets the ranks itself "
+             "(default: 0 = this process alone, or the ranks mpirun started)")
+    where["fresh"].add_argument(
+        "--fresh", action="store_true",
+        help="train from scratch: move an existing run directory aside (to <run>.old-<time>) instead of "
+             "resuming")
+    where["stop_after_iterations"].add_argument(
+        "--stop_after_iterations", type=_count, default=0, metavar="N",
+        help="train mode: end this invocation after N iterations (checkpointed; the schedule still runs "
+             "over --env_steps, so running again resumes it)")
     return p
 
 
@@ -139,21 +182,19 @@ def build_config(args: argparse.Namespace) -> Config:
     return dataclasses.replace(base, **given).validate()
 
 
-def preset_values(given: dict) -> dict:
-    """The values of the preset (--preset, else the env family's default) for a new run.
-
-    Atari: `paper` unless --preset names another; vector observations: `mujoco` (VECTOR_DEFAULTS).
-    """
-    from ppo1.envs import is_atari
-    atari = is_atari(given.get("env_name", Config.env_name))
-    name = given.get("preset", "paper" if atari else "mujoco")
-    if name == "mujoco":
-        return {"preset": name, **VECTOR_DEFAULTS}
-    if name not in PRESETS:
-        raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
-    if not atari:
-        raise PPO1Error(f"--preset={name} is for Atari games; vector-observation envs use --preset mujoco")
-    return {"preset": name, **PRESETS[name]}
+def _mpi_fork(np_: int, argv: list[str]) -> None:
+    """Replace this process by `mpirun -np np_ python -m run_atari ARGV` (less --np); on a bad --np, one
+    line from rank 0 and exit status 2 on every rank."""
+    from ppo1.launch import launcher_rank, mpi_fork_command
+    try:
+        cmd = mpi_fork_command(np_, argv)
+    except PPO1Error as e:
+        if (launcher_rank() or 0) == 0:
+            print(f"ppo1: error: {e}", file=sys.stderr, flush=True)
+        sys.exit(2)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(cmd[0], cmd)
 
 
 _MODE_MODULES = {"train": "ppo1.train", "play": "ppo1.play", "movie": "ppo1.movie", "plot": "ppo1.plot"}
@@ -164,6 +205,8 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
     held = (held or HeldInterrupt()).hold()  # until every rank is past MPI_Init (see HeldInterrupt)
     try:
         args = build_parser().parse_args(argv)
+        if args.np:  # run this command again as args.np ranks under mpirun; this process becomes mpirun
+            _mpi_fork(args.np, sys.argv[1:] if argv is None else argv)
         from ppo1.distributed import Comm
         from ppo1.envs import load_gymnasium
 

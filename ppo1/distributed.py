@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import subprocess
 import sys
 from typing import Any, Iterable
 
@@ -21,20 +19,8 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error
-from ppo1.launch import LAUNCHER_RANK_VARS, wait_for_launcher_to_read
+from ppo1.launch import LAUNCHER_RANK_VARS, mpirun_command, wait_for_launcher_to_read  # noqa: F401 (mpirun_command: re-exported)
 from ppo1.metrics import Profile
-
-
-def mpirun_command(np_: int) -> list[str] | None:
-    """`mpirun -np np_` of the venv's MPI (the mpich wheel) or of the system, with the flags Open MPI needs
-    here (root, more ranks than cores); None when no mpirun is found."""
-    here = os.path.join(os.path.dirname(sys.executable), "mpirun")
-    exe = here if os.path.exists(here) else shutil.which("mpirun") or shutil.which("mpiexec")
-    if exe is None:
-        return None
-    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
-    extra = ["--oversubscribe", "--allow-run-as-root"] if "Open MPI" in version or "OpenRTE" in version else []
-    return [exe, *extra, "-np", str(np_)]
 
 
 class RanksOutOfSync(PPO1Error):

@@ -1,16 +1,21 @@
-"""What an MPI launcher tells a process before MPI starts, read without importing torch or mpi4py
-(run_atari's Ctrl-C-while-starting line and the CLI's flag errors use it before either is loaded),
-holding Ctrl-C while the C++ extensions load, and waiting for the launcher to take this process's
-output before MPI_Abort."""
+"""Launching: finding mpirun and starting ranks under it (--np), what an MPI launcher tells a process
+before MPI starts, read without importing torch or mpi4py (run_atari's Ctrl-C-while-starting line and
+the CLI's flag errors use it before either is loaded), holding Ctrl-C while the C++ extensions load,
+and waiting for the launcher to take this process's output before MPI_Abort."""
 from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import signal
 import stat
 import struct
+import subprocess
+import sys
 import termios
 import time
+
+from ppo1 import PPO1Error
 
 # What MPI launchers (mpich/hydra, Open MPI, PMIx) put in the environment of each process they start.
 LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
@@ -22,6 +27,47 @@ def launcher_rank() -> int | None:
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
     return None
+
+
+def mpirun_command(np_: int) -> list[str] | None:
+    """`mpirun -np np_` of the venv's MPI (the mpich wheel) or of the system, with the flags Open MPI needs
+    here (root, more ranks than cores); None when no mpirun is found."""
+    here = os.path.join(os.path.dirname(sys.executable), "mpirun")
+    exe = here if os.path.exists(here) else shutil.which("mpirun") or shutil.which("mpiexec")
+    if exe is None:
+        return None
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    extra = ["--oversubscribe", "--allow-run-as-root"] if "Open MPI" in version or "OpenRTE" in version else []
+    return [exe, *extra, "-np", str(np_)]
+
+
+def without_np(argv: list[str]) -> list[str]:
+    """`argv` without its --np flag (`--np N` or `--np=N`)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--np":
+            skip = True
+        elif not arg.startswith("--np="):
+            out.append(arg)
+    return out
+
+
+def mpi_fork_command(np_: int, argv: list[str]) -> list[str]:
+    """The command that runs `python -m run_atari ARGV` (less --np) as np_ ranks under this environment's
+    mpirun (as Spinning Up's mpi_fork). Raises PPO1Error under a launcher or without an mpirun."""
+    if np_ < 1:
+        raise PPO1Error(f"--np={np_} is invalid: must be a whole number >= 1")
+    rank = launcher_rank()
+    if rank is not None:
+        raise PPO1Error(f"--np={np_}: this process already runs under mpirun (rank {rank}), which sets the "
+                        "number of ranks itself; give either --np or mpirun -np, not both")
+    cmd = mpirun_command(np_)
+    if cmd is None:
+        raise PPO1Error(f"--np={np_}: no mpirun found beside {sys.executable} or on PATH (pip install mpich, "
+                        "or install a system MPI)")
+    return [*cmd, sys.executable, "-m", "run_atari", *without_np(argv)]
 
 
 def wait_for_launcher_to_read(fds: tuple[int, ...] = (1, 2), timeout: float = 2.0) -> bool:

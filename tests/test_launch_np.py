@@ -1,0 +1,40 @@
+"""`python -m run_atari --np N`: the command runs again as N ranks under this environment's mpirun."""
+import csv
+import dataclasses
+
+import pytest
+
+from conftest import TINY, mpirun_command, run_cli
+from ppo1 import checkpoint
+from ppo1.launch import without_np
+
+
+def test_without_np_drops_both_spellings_and_keeps_every_other_flag():
+    assert without_np(["--np", "2", "--seed", "3", "--np=4", "--npx"]) == ["--seed", "3", "--npx"]
+
+
+def test_np_2_trains_on_two_ranks_like_mpirun(tmp_path):
+    mpirun_command(2)  # skips where there is no mpirun
+    r = run_cli(["--np", "2", *TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "np2"])
+    assert r.returncode == 0, r.stderr
+    assert "2 ranks x 2 envs = 4 actors" in r.stdout
+    assert r.stdout.count("ppo1: done") == 1, "rank 0 alone reports, as under mpirun"
+    state, _path, _problems = checkpoint.load_newest(str(tmp_path / "np2"), resume=True)
+    assert state.n_ranks == 2 and state.timesteps == 512
+    with open(tmp_path / "np2" / "progress.csv", newline="") as f:
+        assert [int(row["timesteps"]) for row in csv.DictReader(f)] == [512]
+
+
+def test_np_under_mpirun_is_refused_with_one_line_on_every_rank(tmp_path):
+    r = run_cli(["--np", "2", *TINY, "--checkpoint_dir", str(tmp_path)], np_=2)
+    assert r.returncode == 2
+    errors = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and "already runs under mpirun" in errors[0], r.stderr
+    assert not any(tmp_path.iterdir()), "nothing was written"
+
+
+@pytest.mark.parametrize("value", ["0.5", "-1"])
+def test_np_below_one_is_one_line(value, tmp_path):
+    r = run_cli([f"--np={value}", *TINY, "--checkpoint_dir", str(tmp_path)])
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "--np" in r.stderr, r.stderr
