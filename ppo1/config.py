@@ -70,6 +70,35 @@ PRESETS: dict[str, dict] = {
 }
 
 
+# One line per preset for --help and the docs.
+PRESET_HELP = {
+    "paper": "the PPO paper's Table 5: small CNN, T 128, 3 epochs, step size 2.5e-4 and clip 0.1 annealed "
+             "over 10M agent steps, c1 1; frames centred",
+    "baselines": "baselines ppo1's run_atari.py: Nature CNN, T 256, 4 epochs, step size 1e-3, clip 0.2",
+    "cleanrl": "CleanRL ppo_atari / baselines ppo2: Nature CNN, 4 epochs, orthogonal init, c1 0.25, "
+               "gradient clipping 0.5, per-minibatch advantages, clip 0.1 constant",
+    "fast": "fewest minutes on a few CPU cores: cleanrl's settings with the small CNN at 5x the step size "
+            "(warmed up over 100k steps), frames centred; Pong ends by itself after 1.1M agent steps",
+}
+
+
+def preset_values(given: dict) -> dict:
+    """The values of the preset (--preset, else the env family's default) for a new run.
+
+    Atari: `paper` unless --preset names another; vector observations: `mujoco` (VECTOR_DEFAULTS).
+    """
+    from ppo1.envs import is_atari
+    atari = is_atari(given.get("env_name", Config.env_name))
+    name = given.get("preset", "paper" if atari else "mujoco")
+    if name == "mujoco":
+        return {"preset": name, **VECTOR_DEFAULTS}
+    if name not in PRESETS:
+        raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
+    if not atari:
+        raise PPO1Error(f"--preset={name} is for Atari games; vector-observation envs use --preset mujoco")
+    return {"preset": name, **PRESETS[name]}
+
+
 def setting(default, help: str):
     """A Config field with its one-line help (shown by --help, read by the CLI from the field's metadata)."""
     return field(default=default, metadata={"help": help})
@@ -122,9 +151,8 @@ class Config:
     deterministic: bool = setting(False,
         "1 torch thread per rank and deterministic kernels, so a resumed run is bit-identical")
     preset: str = setting("paper",
-        "hyperparameter family applied to every flag not given: paper (PPO paper, Table 5), baselines"
-        " (baselines ppo1 run_atari.py), cleanrl (CleanRL/ppo2 Atari), fast (fewest minutes to win "
-        "Pong on 2 cores); vector-observation envs use mujoco (baselines run_mujoco)")
+        "hyperparameter family applied to every flag not given (vector-observation envs: mujoco, "
+        "baselines' run_mujoco)")
     init: str = setting("normc",
         "weight initialisation: normc (baselines ppo1) or orthogonal (ppo2, CleanRL, SB3)")
     frame_norm: str = setting("scale",
@@ -281,6 +309,16 @@ class Config:
     def field_names(cls) -> frozenset[str]:
         """The names of every setting (the run_atari flags without --, the keys of config.json)."""
         return frozenset(f.name for f in fields(cls))
+
+    @classmethod
+    def for_preset(cls, preset: str | None = None, **fields) -> "Config":
+        """The Config that `python -m run_atari --preset PRESET --FIELD VALUE ...` builds for a new run: the
+        preset's values (default: the env family's) for every field not given. Validated."""
+        given = {**({"preset": preset} if preset is not None else {}), **fields}
+        unknown = sorted(set(given) - cls.field_names())
+        if unknown:
+            raise PPO1Error(f"{unknown[0]!r} is not a setting (the settings are run_atari's flags without --)")
+        return dataclasses.replace(cls(), **{**preset_values(given), **given}).validate()
 
     @classmethod
     def from_dict(cls, data: dict) -> "Config":

@@ -1,0 +1,36 @@
+"""--help: flags in sections, the presets explained under --preset, docs/flags.md made from the same parser."""
+import dataclasses
+
+from conftest import run_cli
+from ppo1 import flagsdoc
+from ppo1.cli import GROUPS, _MODE_FLAGS, build_parser
+from ppo1.config import PRESET_HELP, PRESETS, Config
+
+
+def test_every_flag_is_in_exactly_one_help_section():
+    named = [name for names in GROUPS.values() for name in names]
+    assert len(named) == len(set(named)), "a flag listed in two sections"
+    flags = {a.dest for a in build_parser()._actions if a.dest != "help"}
+    assert flags == set(named)
+    assert {f.name for f in dataclasses.fields(Config)} | set(_MODE_FLAGS) <= flags
+
+
+def test_help_prints_the_sections_and_each_preset_on_its_own_line():
+    r = run_cli(["--help"])
+    assert r.returncode == 0
+    for title in GROUPS:
+        assert f"\n{title}:\n" in r.stdout
+    assert set(PRESET_HELP) == set(PRESETS)
+    for name in PRESETS:
+        assert any(line.strip().startswith(f"{name}: ") for line in r.stdout.splitlines()), name
+
+
+def test_flags_md_is_up_to_date_with_the_parser():
+    assert flagsdoc.main(["--check"]) == 0, "docs/flags.md is out of date: run python -m ppo1.flagsdoc"
+
+
+def test_flags_md_lists_every_flag_with_its_help():
+    text = flagsdoc.render()
+    for action in build_parser()._actions:
+        if action.dest != "help":
+            assert f"`{action.option_strings[0]}`" in text
