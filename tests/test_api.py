@@ -1,0 +1,51 @@
+"""The Python API: docs/api.md's example runs as written (a shorter env_steps), and errors raise PPO1Error."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+from ppo1 import PPO1Error, Config
+
+
+def example() -> str:
+    with open(os.path.join(REPO, "docs", "api.md")) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    return blocks[-1]  # the complete example
+
+
+def test_the_example_of_docs_api_md_trains_plays_and_catches_an_error(tmp_path):
+    code = example()
+    assert "env_steps=1_100_000" in code
+    code = code.replace("env_steps=1_100_000", "env_steps=2048, num_threads=1")
+    env = dict(os.environ, PYTHONPATH=REPO)
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "2048 agent steps" in r.stdout
+    scores = re.search(r"scores of 2 whole games: \[(.*)\]", r.stdout).group(1).split(", ")
+    assert len(scores) == 2 and all(-21 <= float(s) <= 21 for s in scores)
+    assert "error: no run directory" in r.stdout
+    assert (tmp_path / "checkpoints" / "notebook-pong" / "config.json").exists()
+
+
+def test_for_preset_applies_the_preset_to_settings_not_given():
+    fast = Config.for_preset("fast", optim_epochs=2)
+    assert (fast.model_type, fast.optim_stepsize, fast.optim_epochs) == ("small", 1.25e-3, 2)
+    assert Config.for_preset().preset == "paper" and Config.for_preset().frame_norm == "center"
+
+
+@pytest.mark.parametrize("settings, words", [({"env_stepz": 1}, "'env_stepz' is not a setting"),
+                                             ({"gamma": 2.0}, "--gamma=2.0 is invalid"),
+                                             ({"preset": "fastest"}, "is not a preset")])
+def test_bad_settings_raise_ppo1error_with_the_cli_message(settings, words):
+    with pytest.raises(PPO1Error, match=re.escape(words)):
+        Config.for_preset(**settings)
+
+
+def test_train_refuses_a_config_and_settings_together():
+    from ppo1 import train
+    with pytest.raises(PPO1Error, match="not both"):
+        train(Config(), env_steps=1)
