@@ -5,9 +5,12 @@ PY     := $(VENV)/bin/python
 MPIRUN := $(VENV)/bin/mpirun
 NP     ?= 2
 ENV    ?= PongNoFrameskip-v4
+PRESET ?= fast
+# The run's name: pong-fast for the defaults, breakout-fast for ENV=BreakoutNoFrameskip-v4, pong-v5-fast for ALE/Pong-v5.
+RUN    ?= $(shell echo '$(ENV)' | sed -e 's|^ALE/||' -e 's/NoFrameskip-v4$$//' | tr 'A-Z' 'a-z')-$(PRESET)
 ARGS   ?=
 
-.PHONY: venv train test bench clean
+.PHONY: venv train play movie test bench clean
 venv: $(VENV)/.installed
 
 # torch==2.13.0 first: the CPU build lies on disk here; a looser request pulls a multi-GB CUDA build.
@@ -18,8 +21,17 @@ $(VENV)/.installed: setup.py
 	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $@
 
+# `make train`: Pong with --preset fast on 2 ranks x 4 envs (8 actors); ends by itself (20-40 minutes on 2 cores).
 train: venv
-	$(MPIRUN) -np $(NP) $(PY) -m run_atari --env_name $(ENV) --envs_per_rank 4 $(ARGS)
+	$(PY) -m run_atari --np $(NP) --preset $(PRESET) --env_name $(ENV) --envs_per_rank 4 --model_name $(RUN) $(ARGS)
+
+# 10 whole games with the newest checkpoint of `make train`'s run, split over the ranks.
+play: venv
+	$(PY) -m run_atari --np $(NP) --mode play --model_name $(RUN) --episodes 10 $(ARGS)
+
+# One game as MP4 and a GIF of its first 80 seconds (greedy actions), in assets/$(RUN)/.
+movie: venv
+	$(PY) -m run_atari --mode movie --model_name $(RUN) --greedy --gif --max_frames 4800 $(ARGS)
 
 test: venv
 	$(PY) -m pytest -q tests
