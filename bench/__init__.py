@@ -4,5 +4,5 @@
     bench.worker      one timed training run (ppo1.train.train) under `mpirun -np R`
     bench.limits      the machine's limits with ppo1's own stack: env-only, forward and train samples/s
     bench.sb3         Stable-Baselines3 PPO at its usual Atari settings, for `--compare sb3`
-    bench.learning    learning curves of named benchmarks (see the README)
+    bench.learning    learning curves of named benchmarks (see docs/learning.md)
 """

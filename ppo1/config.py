@@ -47,14 +47,14 @@ PRESETS: dict[str, dict] = {
     # The PPO paper, Table 5: small CNN, T 128, 3 epochs, minibatch 32/actor, lr 2.5e-4 and clip 0.1
     # both annealed, c1 = 1, per-batch advantage standardisation, no gradient clipping. The paper does
     # not say how frames enter the network: centred (baselines divided by 255: `scale`), with which the
-    # paper's settings reached the paper's range at 2M steps (runs Y and Y1 in the README, seeds 0 and 1:
+    # paper's settings reached the paper's range at 2M steps (runs Y and Y1 in docs/learning.md, seeds 0 and 1:
     # +16.8 and +7.6; -15.8 with frames / 255).
     "paper": {"frame_norm": "center"},
     # baselines ppo1's own run_atari.py (lucaslingle/ppo1 "model-ppo1-defaults").
     "baselines": {"model_type": "large", "timesteps_per_actorbatch": 256, "optim_epochs": 4,
                   "optim_stepsize": 1e-3, "epsilon": 0.2, "optim_batchsize": 64},
     "cleanrl": _CLEANRL,
-    # Fewest wall-clock minutes to win Pong with 8 actors on 2 CPU cores, from the README's A/B table:
+    # Fewest wall-clock minutes to win Pong with 8 actors on 2 CPU cores, from the A/B log of docs/learning.md:
     # the cleanrl settings with the small CNN (about twice the Nature CNN's SPS) at five times the
     # step size (at 2.5e-4 the small CNN learned far slower per step, at 7.5e-4 as fast as the Nature
     # CNN, at 1.25e-3 faster still: run I), the schedule ending at 1.1M agent steps, so the run ends
@@ -62,7 +62,7 @@ PRESETS: dict[str, dict] = {
     # at 662 SPS), +20.73 (Z2) and +20.52 (Z3: 21.7 minutes at 844 SPS); X at +20.12 over 1.8M; over
     # 0.75M, +18.42 (Z750). The step size warms up over the first 100k steps: at full size from the
     # first step, Adam's sign-like first steps killed every filter of the first convolution with seed
-    # 2 (a constant network, runs V and W2 in the README's "Dead units").
+    # 2 (a constant network, runs V and W2 in docs/learning.md, "Dead units").
     # Centred frames keep most first-layer filters alive (a background shared by every pixel moved all
     # of a filter's weights together): seed 0 at +18.7 after 0.5M steps where it was at -12.1 (run X).
     "fast": {**_CLEANRL, "model_type": "small", "optim_stepsize": 1.25e-3, "env_steps": 1_100_000,

@@ -133,9 +133,11 @@ def test_frame_norm_center_is_refused_for_mlp_policies_naming_the_flag():
         Config(env_name="CartPole-v1", model_type="mlp", frame_norm="center").validate()
 
 
-def test_every_field_has_a_row_in_the_readme_flag_tables():
+def test_every_field_has_a_row_in_a_flag_table_of_the_docs():
+    import glob
     import os
     import re
-    readme = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")).read()
-    rows = set(re.findall(r"^\| `--(\w+)", readme, re.M))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    pages = "".join(open(p, encoding="utf-8").read() for p in glob.glob(os.path.join(root, "docs", "*.md")))
+    rows = set(re.findall(r"^\| `--(\w+)", pages, re.M))
     assert [f.name for f in dataclasses.fields(Config) if f.name not in rows] == []
