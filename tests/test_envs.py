@@ -135,3 +135,22 @@ def test_first_observation_after_a_fire_reset_is_the_max_of_the_last_two_screens
     expected = cv2.resize(np.maximum(env._raw[0], last), (84, 84), interpolation=cv2.INTER_AREA)
     np.testing.assert_array_equal(obs[-1], expected)
     assert not np.array_equal(obs[-1], cv2.resize(last, (84, 84), interpolation=cv2.INTER_AREA))
+
+
+def test_v5_agent_step_is_4_frames_with_the_minimal_action_set_and_whole_games():
+    """ALE/<Game>-v5 skips 4 frames itself; ppo1 asks it for frameskip 1 and skips 4 once: one agent step
+    is 4 emulator frames, not 16. The action set is v4's minimal one; play's episodes are whole games."""
+    v4, v5 = (AtariEnv(i, env_seed(0, 0, 0), training=False) for i in ("BreakoutNoFrameskip-v4", "ALE/Breakout-v5"))
+    assert v5.action_set == v4.action_set and v5.num_actions == 4
+    v5.reset()
+    before = v5.ale.getEpisodeFrameNumber()
+    v5.step(0)
+    assert v5.ale.getEpisodeFrameNumber() - before == 4
+    seen, episode, steps = {v5.ale.lives()}, None, 0
+    while episode is None:
+        _obs, _r, done, episode = v5.step(int(np.random.default_rng(steps).integers(4)))
+        assert done == (episode is not None), "no episode end at a lost life when playing"
+        seen.add(v5.ale.lives())
+        steps += 1
+    assert {5, 4, 3, 2, 1} <= seen, "the game went on through every life"
+    assert episode.length == steps + 1
