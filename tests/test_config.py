@@ -97,6 +97,14 @@ def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
                                env_steps=10_000_000, lr_warmup=0, frame_norm="scale") == clean
 
 
+@pytest.mark.parametrize("env_name, steps", [("PongNoFrameskip-v4", 1_100_000), ("BreakoutNoFrameskip-v4", 2_000_000),
+                                             ("ALE/Pong-v5", 2_000_000), ("SeaquestNoFrameskip-v4", 2_000_000)])
+def test_fast_trains_each_game_for_its_measured_budget_unless_env_steps_is_given(env_name, steps):
+    assert Config.for_preset("fast", env_name=env_name).env_steps == steps
+    assert Config.for_preset("fast", env_name=env_name, env_steps=3_000_000).env_steps == 3_000_000
+    assert Config.for_preset("cleanrl", env_name=env_name).env_steps == 10_000_000
+
+
 def test_clip_is_annealed_unless_anneal_clip_is_off():
     assert Config(epsilon=0.2).clip_param(0.25) == pytest.approx(0.05)
     assert Config(epsilon=0.2, anneal_clip=False).clip_param(0.25) == 0.2
