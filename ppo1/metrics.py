@@ -261,7 +261,8 @@ class EpisodeLog:
         path = os.path.join(run_dir, f"episodes.rank{rank}.csv")
         if warn is None:
             def warn(message: str) -> None:
-                print(f"{message} (rank {rank})", file=sys.stderr, flush=True)
+                with contextlib.suppress(OSError, ValueError):  # a stderr that is gone (a hang-up)
+                    print(f"{message} (rank {rank})", file=sys.stderr, flush=True)
         try:  # rank 0 made the run directory, but a rank on another host (no shared disk) makes its own
             os.makedirs(run_dir, exist_ok=True)
         except OSError:

@@ -491,3 +491,185 @@ def test_a_held_interrupt_is_recorded_not_raised_and_a_second_one_exits_130(tmp_
                        env=dict(os.environ, PYTHONPATH=REPO))
     assert r.returncode == 130 and r.stdout == "", (r.stdout, r.stderr)
     assert r.stderr == "ppo1: interrupted while starting; nothing was written\n"
+
+
+# ---------------------------------------------------------------------------------------------- hang-up (SIGHUP)
+def _children(pid):
+    """The pids of every descendant of `pid`."""
+    kids = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{entry}/stat") as f:
+                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    stack, found = [pid], []
+    while stack:
+        for child in kids.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def launched_ranks(pid):
+    """{rank: pid} of the MPI processes an mpirun (`pid`) started, from their launcher's environment."""
+    ranks = {}
+    for child in _children(pid):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{child}/environ", "rb") as f:
+                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+            for var in (b"PMI_RANK", b"OMPI_COMM_WORLD_RANK", b"PMIX_RANK"):
+                if var in env:
+                    ranks[int(env[var])] = child
+    return ranks
+
+
+def signal_mask(pid, field):
+    """The signals in /proc/PID/status's `field` (SigCgt: caught, SigIgn: ignored)."""
+    with open(f"/proc/{pid}/status") as f:
+        mask = int(next(line for line in f if line.startswith(field + ":")).split()[1], 16)
+    return {signal.Signals(n) for n in range(1, 32) if mask >> (n - 1) & 1 and n in signal.Signals._value2member_map_}
+
+
+def stopped_by_hangup(run, out, err, code):
+    """The run stopped for SIGHUP after an iteration, checkpointed it, said so in one line, exit 129."""
+    assert code == 129, (code, out, err)
+    assert "UCX" not in out + err and "Traceback" not in out + err, (out, err)
+    done = len(rows(run / "progress.csv"))
+    assert torch.load(run / "latest.pt", weights_only=True)["iteration"] == done
+    return done
+
+
+def resumes_from(args, run, done, np_=1):
+    again = run_cli([*args, "--stop_after_iterations", "1"], np_=np_)
+    assert again.returncode == 0, again.stderr
+    assert f"resuming from {run / 'latest.pt'} (iteration {done}," in again.stdout, again.stdout
+    assert torch.load(run / "latest.pt", weights_only=True)["iteration"] == done + 1
+
+
+def _finish(proc, timeout=120):
+    try:
+        return proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_sighup_stops_a_single_process_after_the_iteration_with_a_checkpoint_and_no_ucx_output(tmp_path):
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "h"]
+    proc = start(args, np_=1)
+    try:
+        wait_for_rows(tmp_path / "h" / "progress.csv", 2, proc)
+        assert signal.SIGHUP in signal_mask(proc.pid, "SigCgt")
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGHUP)  # a hang-up may come twice (shell, kernel): not "exit at once"
+    finally:
+        out, err = _finish(proc)
+    done = stopped_by_hangup(tmp_path / "h", out, err, proc.returncode)
+    assert f"ppo1: stopped by SIGHUP (a hang-up) at iteration {done} " in out and "second" not in err, (out, err)
+    resumes_from(args, tmp_path / "h", done)
+
+
+def test_sighup_to_one_rank_under_mpirun_stops_every_rank_after_the_same_iteration_with_a_checkpoint(tmp_path):
+    # what a launcher that passes the hang-up on delivers (a rank's own HUP; Open MPI's mpirun sends SIGTERM)
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "m"]
+    proc = start(args, np_=2)
+    try:
+        wait_for_rows(tmp_path / "m" / "progress.csv", 2, proc)
+        ranks = launched_ranks(proc.pid)
+        assert sorted(ranks) == [0, 1], ranks
+        for pid in ranks.values():
+            assert signal.SIGHUP in signal_mask(pid, "SigCgt")
+        os.kill(ranks[1], signal.SIGHUP)
+    finally:
+        out, err = _finish(proc)
+    done = stopped_by_hangup(tmp_path / "m", out, err, proc.returncode)
+    assert out.count("stopped by SIGHUP") == 1, (out, err)
+    resumes_from(args, tmp_path / "m", done, np_=2)
+
+
+def test_a_run_started_under_nohup_keeps_ignoring_sighup(tmp_path):
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "n"]
+    env = dict(os.environ, PYTHONPATH=REPO)
+    proc = subprocess.Popen(["nohup", sys.executable, "-m", "run_atari", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO, start_new_session=True)
+    try:
+        wait_for_rows(tmp_path / "n" / "progress.csv", 1, proc)
+        assert signal.SIGHUP in signal_mask(proc.pid, "SigIgn")   # MPI's UCX did not take it over
+        assert signal.SIGHUP not in signal_mask(proc.pid, "SigCgt")
+        for _ in range(3):
+            proc.send_signal(signal.SIGHUP)
+            time.sleep(0.2)
+        before = len(rows(tmp_path / "n" / "progress.csv"))
+        wait_for_rows(tmp_path / "n" / "progress.csv", before + 2, proc)  # training goes on
+        proc.send_signal(signal.SIGTERM)
+    finally:
+        out, err = _finish(proc)
+    assert proc.returncode == 143 and "stopped by SIGTERM" in out, (out, err)
+    assert "UCX" not in out + err and "SIGHUP" not in out + err
+
+
+def test_a_hang_up_with_stdout_and_stderr_gone_still_checkpoints(tmp_path):
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "p"]
+    proc = start(args, np_=1)
+    try:
+        wait_for_rows(tmp_path / "p" / "progress.csv", 2, proc)
+        proc.stdout.close()  # every later write: EPIPE
+        proc.stderr.close()
+        n = len(rows(tmp_path / "p" / "progress.csv"))
+        wait_for_rows(tmp_path / "p" / "progress.csv", n + 1, proc)  # a row printed into the closed pipe
+        proc.send_signal(signal.SIGHUP)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    stopped_by_hangup(tmp_path / "p", "", "", proc.returncode)
+
+
+def test_closing_the_terminal_of_a_single_process_stops_it_with_a_checkpoint(tmp_path):
+    """A real terminal (a pty whose master is closed): the kernel sends SIGHUP and SIGCONT to the
+    session leader, and every later write to the terminal fails (EIO)."""
+    import fcntl
+    import pty
+    import select
+    import termios
+    import threading
+
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "t"]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "run_atari", *args], stdin=slave, stdout=slave, stderr=slave,
+                            env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO, start_new_session=True,
+                            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    os.close(slave)
+    output, done_reading = [], threading.Event()
+
+    def drain():  # a terminal that is not read fills up and blocks the writer
+        while not done_reading.is_set():
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    output.append(os.read(master, 65536))
+                except OSError:
+                    return
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        wait_for_rows(tmp_path / "t" / "progress.csv", 2, proc)
+        done_reading.set()
+        reader.join()
+        os.close(master)  # the terminal closes
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    text = b"".join(output).decode(errors="replace")
+    done = stopped_by_hangup(tmp_path / "t", text, "", proc.returncode)
+    resumes_from(args, tmp_path / "t", done)
