@@ -673,3 +673,93 @@ def test_closing_the_terminal_of_a_single_process_stops_it_with_a_checkpoint(tmp
     text = b"".join(output).decode(errors="replace")
     done = stopped_by_hangup(tmp_path / "t", text, "", proc.returncode)
     resumes_from(args, tmp_path / "t", done)
+
+
+# ---------------------------------------------------------------------------------------------- torn records
+def widths(path):
+    """The set of row widths of a CSV file (one width: it parses as one table)."""
+    import csv
+    with open(path, newline="") as f:
+        return {len(row) for row in csv.reader(f)}
+
+
+def tear(path, cut):
+    """Cut the last `cut` bytes of `path` (a kill or a power loss in the middle of an append)."""
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.truncate(size - cut)
+
+
+EPISODES = b"return,length,time,timesteps\r\n-21.0,812,3.512,128\r\n-20.0,905,4.01,256\r\n-21.0,790,3.3,256\r\n"
+
+
+def test_a_csv_file_cut_at_any_byte_keeps_exactly_its_whole_records():
+    from ppo1.safeio import csv_width, torn_tail
+
+    width = csv_width(EPISODES.split(b"\n")[0])
+    for end in range(len(EPISODES) + 1):
+        data = EPISODES[:end]
+        cut, why = torn_tail(data, width)
+        whole = data[:data.rfind(b"\n") + 1]
+        assert data[:len(data) - cut] == whole, (end, cut)
+        assert bool(cut) == bool(why) == (data != whole)
+    merged = b"-21.0,790,3.3," + b"-20.0,905,4.01,256\r\n"  # a record appended onto a torn one
+    assert torn_tail(EPISODES + merged, width) == (len(merged), "a last line of 7 fields, not 4")
+
+
+@pytest.mark.parametrize("cut", [1, 2, 7, "all but 1 byte of the last line", "into the line before"])
+def test_a_torn_last_record_of_the_logs_is_dropped_with_one_warning_before_the_run_appends(trained, tmp_path, cut):
+    run = copy_run(trained, tmp_path)
+    (run / "episodes.rank0.csv").write_bytes(EPISODES)
+    kept = {}  # the whole lines left after the tear, and the torn line's length
+    for name in ("progress.csv", "episodes.rank0.csv"):
+        data = (run / name).read_bytes()
+        last = len(data) - (data.rfind(b"\n", 0, len(data) - 1) + 1)  # the last line, with its \r\n
+        n = {"all but 1 byte of the last line": last - 1, "into the line before": last + 2}.get(cut, cut)
+        torn = data[:-n]
+        kept[name] = (torn[:torn.rfind(b"\n") + 1], len(torn) - (torn.rfind(b"\n") + 1))
+        tear(run / name, n)
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "384"])
+    assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
+    for name, (whole, torn) in kept.items():
+        warnings = [line for line in r.stdout.splitlines() if "dropped the torn last record" in line]
+        assert f"ppo1: warning: dropped the torn last record of {run / name} (a last line of {torn} bytes without a " \
+               f"line end; an earlier run ended while writing it)" in warnings, r.stdout
+        assert (run / name).read_bytes().startswith(whole)
+        assert len(widths(run / name)) == 1, (run / name).read_bytes()
+    assert len(warnings) == 2, r.stdout
+    # progress.csv: the torn row is gone, the resumed iteration 3 follows on a line of its own
+    whole_rows = kept["progress.csv"][0].count(b"\n") - 1
+    assert [int(row["iteration"]) for row in rows(run / "progress.csv")] == [*range(1, whole_rows + 1), 3]
+
+
+def test_a_log_cut_at_a_record_boundary_is_left_as_it_is(trained, tmp_path):
+    run = copy_run(trained, tmp_path)
+    (run / "episodes.rank0.csv").write_bytes(EPISODES)
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "384"])
+    assert r.returncode == 0 and "dropped the torn" not in r.stdout + r.stderr, r.stdout
+    assert [int(row["iteration"]) for row in rows(run / "progress.csv")] == [1, 2, 3]
+    assert (run / "episodes.rank0.csv").read_bytes().startswith(EPISODES)
+
+
+def test_a_last_line_of_another_width_is_dropped_on_every_rank(trained, tmp_path):
+    # what an earlier version left: the next run's first row appended onto a torn one (36-37 fields)
+    args = [a if a != "2" else "1" for a in FAST]  # 2 ranks x 1 env: the checkpoint's 2 actors
+    run = copy_run(trained, tmp_path)
+    progress = (run / "progress.csv").read_bytes()
+    row2 = progress.rstrip(b"\r\n").rsplit(b"\n", 1)[1]
+    merged = progress[:-9] + row2 + b"\r\n"
+    (run / "progress.csv").write_bytes(merged)
+    fields = max(widths(run / "progress.csv"))
+    assert fields > 19
+    for rank in (0, 1):
+        (run / f"episodes.rank{rank}.csv").write_bytes(EPISODES[:-5])
+    r = run_cli([*args, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "512"], np_=2)
+    assert r.returncode == 0, r.stderr
+    assert f"dropped the torn last record of {run / 'progress.csv'} (a last line of {fields} fields, not 19;" in r.stdout
+    assert f"dropped the torn last record of {run / 'episodes.rank0.csv'} (a last line of " in r.stdout
+    assert f"dropped the torn last record of {run / 'episodes.rank1.csv'} (a last line of " in r.stderr
+    assert r.stderr.strip().endswith("(rank 1)") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for name in ("progress.csv", "episodes.rank0.csv", "episodes.rank1.csv"):
+        assert len(widths(run / name)) == 1, name
+    assert [int(row["iteration"]) for row in rows(run / "progress.csv")] == [1, 3, 4]
