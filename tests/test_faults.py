@@ -546,9 +546,11 @@ def resumes_from(args, run, done, np_=1):
     assert torch.load(run / "latest.pt", weights_only=True)["iteration"] == done + 1
 
 
-def _finish(proc, timeout=120):
+@contextlib.contextmanager
+def killed_on_failure(proc):
+    """Kill `proc`'s process group if it is still running when the block ends (a failed assertion)."""
     try:
-        return proc.communicate(timeout=timeout)
+        yield proc
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -559,33 +561,32 @@ def test_sighup_stops_a_single_process_after_the_iteration_with_a_checkpoint_and
     args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
             "--model_name", "h"]
     proc = start(args, np_=1)
-    try:
+    with killed_on_failure(proc):
         wait_for_rows(tmp_path / "h" / "progress.csv", 2, proc)
         assert signal.SIGHUP in signal_mask(proc.pid, "SigCgt")
         proc.send_signal(signal.SIGHUP)
         time.sleep(0.2)
         proc.send_signal(signal.SIGHUP)  # a hang-up may come twice (shell, kernel): not "exit at once"
-    finally:
-        out, err = _finish(proc)
+        out, err = proc.communicate(timeout=120)
     done = stopped_by_hangup(tmp_path / "h", out, err, proc.returncode)
     assert f"ppo1: stopped by SIGHUP (a hang-up) at iteration {done} " in out and "second" not in err, (out, err)
     resumes_from(args, tmp_path / "h", done)
 
 
 def test_sighup_to_one_rank_under_mpirun_stops_every_rank_after_the_same_iteration_with_a_checkpoint(tmp_path):
-    # what a launcher that passes the hang-up on delivers (a rank's own HUP; Open MPI's mpirun sends SIGTERM)
+    # what a launcher or a batch system that passes a hang-up on to the ranks delivers (MPICH's mpirun does not:
+    # it dies of SIGHUP and its proxy SIGKILLs the ranks)
     args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
             "--model_name", "m"]
     proc = start(args, np_=2)
-    try:
+    with killed_on_failure(proc):
         wait_for_rows(tmp_path / "m" / "progress.csv", 2, proc)
         ranks = launched_ranks(proc.pid)
         assert sorted(ranks) == [0, 1], ranks
         for pid in ranks.values():
             assert signal.SIGHUP in signal_mask(pid, "SigCgt")
         os.kill(ranks[1], signal.SIGHUP)
-    finally:
-        out, err = _finish(proc)
+        out, err = proc.communicate(timeout=120)
     done = stopped_by_hangup(tmp_path / "m", out, err, proc.returncode)
     assert out.count("stopped by SIGHUP") == 1, (out, err)
     resumes_from(args, tmp_path / "m", done, np_=2)
@@ -597,7 +598,7 @@ def test_a_run_started_under_nohup_keeps_ignoring_sighup(tmp_path):
     env = dict(os.environ, PYTHONPATH=REPO)
     proc = subprocess.Popen(["nohup", sys.executable, "-m", "run_atari", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=REPO, start_new_session=True)
-    try:
+    with killed_on_failure(proc):
         wait_for_rows(tmp_path / "n" / "progress.csv", 1, proc)
         assert signal.SIGHUP in signal_mask(proc.pid, "SigIgn")   # MPI's UCX did not take it over
         assert signal.SIGHUP not in signal_mask(proc.pid, "SigCgt")
@@ -607,8 +608,7 @@ def test_a_run_started_under_nohup_keeps_ignoring_sighup(tmp_path):
         before = len(rows(tmp_path / "n" / "progress.csv"))
         wait_for_rows(tmp_path / "n" / "progress.csv", before + 2, proc)  # training goes on
         proc.send_signal(signal.SIGTERM)
-    finally:
-        out, err = _finish(proc)
+        out, err = proc.communicate(timeout=120)
     assert proc.returncode == 143 and "stopped by SIGTERM" in out, (out, err)
     assert "UCX" not in out + err and "SIGHUP" not in out + err
 
