@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sys
@@ -21,6 +22,22 @@ import torch
 from ppo1 import PPO1Error
 from ppo1.launch import LAUNCHER_RANK_VARS, mpirun_command, wait_for_launcher_to_read  # noqa: F401 (mpirun_command: re-exported)
 from ppo1.metrics import Profile
+
+
+def mpi_environment(environ: dict) -> dict[str, str]:
+    """Variables to set before the MPI library loads, given the environment `environ` (those it sets are kept).
+
+    UCX_DEBUG_SIGNO=0: MPICH's UCX layer otherwise catches SIGHUP (its debug signal) as it loads, even
+    when the process was started with SIGHUP ignored (nohup): a hang-up then switched UCX's log level
+    to DEBUG (some 240 lines at the exit) instead of stopping training or being ignored."""
+    return {} if "UCX_DEBUG_SIGNO" in environ else {"UCX_DEBUG_SIGNO": "0"}
+
+
+def _flush_console() -> None:
+    """Flush stdout and stderr; a console that is gone (a closed terminal: EIO, a closed pipe: EPIPE) is skipped."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
 
 
 class RanksOutOfSync(PPO1Error):
@@ -47,6 +64,7 @@ class Comm:
     @classmethod
     def create(cls) -> "Comm":
         """MPI.COMM_WORLD when mpi4py and an MPI library load; otherwise a single-process Comm."""
+        os.environ.update(mpi_environment(os.environ))
         try:
             from mpi4py import MPI
         except ImportError:
@@ -184,8 +202,7 @@ class Comm:
         """End this rank now with `code` after a clean MPI_Finalize, skipping the interpreter's own
         shutdown: that shutdown puts SIGINT/SIGTERM back to the default action, so a second signal
         arriving then killed the rank without a word (exit 15). Everything must be written and closed."""
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush_console()
         if self._comm is not None:
             from mpi4py import MPI
             if not MPI.Is_finalized():
@@ -194,8 +211,7 @@ class Comm:
 
     def abort(self, code: int = 1) -> None:
         """End every rank of the job now (MPI_Abort); in one process, exit."""
-        sys.stdout.flush()
-        sys.stderr.flush()
+        _flush_console()
         if self.size > 1:
             wait_for_launcher_to_read()  # else the launcher may end the job before it prints our last lines
             self._comm.Abort(code)

@@ -108,7 +108,10 @@ def say_interrupted_while_starting() -> None:
     """STARTING_LINE on stderr from the launcher's rank 0 (or a lone process); one write, safe in a
     signal handler."""
     if (launcher_rank() or 0) == 0:
-        os.write(2, (STARTING_LINE + "\n").encode())
+        try:
+            os.write(2, (STARTING_LINE + "\n").encode())
+        except OSError:  # stderr is gone (a closed terminal or pipe)
+            pass
 
 
 class HeldInterrupt:

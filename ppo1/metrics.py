@@ -145,12 +145,13 @@ class ProgressLog:
         with contextlib.suppress(OSError):  # checked writable before; a failure shows at the first write
             os.makedirs(run_dir, exist_ok=True)
         self.path = os.path.join(run_dir, "progress.csv")
-        self._csv = AppendFile(self.path, _csv_line(PROGRESS_COLUMNS), warn=self.note)
-        self._csv.append(b"")  # the header, now
         self.total_steps = total_steps
         self.tty = _isatty(self.out)
         self._bar_shown = False
         self._rows = 0
+        self._csv = AppendFile(self.path, _csv_line(PROGRESS_COLUMNS), warn=self.note)
+        self._csv.drop_torn_record()  # a kill or power loss in an earlier run's append
+        self._csv.append(b"")  # the header, now
         self._tb = EventFile(run_dir, start_step, warn=self.note) if tensorboard else None
         if self._tb is not None:
             self._tb.write(start_step, [])
@@ -261,12 +262,14 @@ class EpisodeLog:
         path = os.path.join(run_dir, f"episodes.rank{rank}.csv")
         if warn is None:
             def warn(message: str) -> None:
-                print(f"{message} (rank {rank})", file=sys.stderr, flush=True)
+                with contextlib.suppress(OSError, ValueError):  # a stderr that is gone (a hang-up)
+                    print(f"{message} (rank {rank})", file=sys.stderr, flush=True)
         try:  # rank 0 made the run directory, but a rank on another host (no shared disk) makes its own
             os.makedirs(run_dir, exist_ok=True)
         except OSError:
             pass  # the append below reports the problem in plain words
         self._file = AppendFile(path, _csv_line(["return", "length", "time", "timesteps"]), warn=warn)
+        self._file.drop_torn_record()  # a kill or power loss in an earlier run's append
         self._file.append(b"")  # the header, now
 
     def write(self, episodes, timesteps: int) -> None:

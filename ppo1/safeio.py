@@ -3,6 +3,7 @@
     cause(e)                        # 'disk full (ENOSPC)', 'read-only file system (EROFS)', ...
     ensure_writable_dir(path, what) # before any work: create the directory and write a file into it
     log = AppendFile(path, header, warn)
+    log.drop_torn_record()          # CSV: before a run appends again, cut a last record a kill tore
     log.append(data)                # whole records only; a failure is cut off again and reported once
 
 Every write of ppo1 (checkpoints, config.json, progress.csv, episode CSVs, TensorBoard events,
@@ -10,6 +11,7 @@ videos, plots) reports an OSError through `cause`, never as a traceback.
 """
 from __future__ import annotations
 
+import csv
 import errno
 import os
 import tempfile
@@ -83,6 +85,34 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def csv_width(line: bytes) -> int | None:
+    """The number of fields of one CSV line (its line end may be there or not); None when it does not parse."""
+    try:
+        rows = list(csv.reader([line.decode("utf-8", errors="replace").rstrip("\r\n")]))
+    except csv.Error:
+        return None
+    return len(rows[0]) if rows else 0
+
+
+def torn_tail(tail: bytes, width: int | None) -> tuple[int, str]:
+    """The torn record at the end of a CSV file: (its length in bytes, why it is torn), (0, '') if none.
+
+    `tail`: the file's last bytes, holding its last line whole (from a line start, or from the
+    file's start); `width`: the header's number of fields (None: unknown). The last line is torn
+    when it has no line end (an append cut short: a kill or a power loss) or, with `width`, when its
+    number of fields differs (the next append went onto a torn line)."""
+    if not tail:
+        return 0, ""
+    if not tail.endswith(b"\n"):
+        size = len(tail) - (tail.rfind(b"\n") + 1)
+        return size, f"a last line of {size} bytes without a line end"
+    start = tail.rfind(b"\n", 0, len(tail) - 1) + 1
+    fields = csv_width(tail[start:])
+    if width is not None and fields != width:
+        return len(tail) - start, f"a last line of {fields} fields, not {width}"
+    return 0, ""
+
+
 class AppendFile:
     """A file that grows by whole records: each append is written in full or not at all.
 
@@ -124,6 +154,35 @@ class AppendFile:
             self.warn(f"ppo1: {self.path} is written again ({self.lost} record(s) were lost meanwhile)")
             self.lost = 0
         return True
+
+    def drop_torn_record(self, chunk: int = 65536) -> bool:
+        """A CSV file's torn last record (see torn_tail; the header is the file's first line) is cut
+        off, with one warning naming the file; call before a run appends again. Returns whether one was."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:  # none yet; or one that cannot be written, which the first append reports
+            return False
+        try:
+            size = os.fstat(fd).st_size
+            head = os.pread(fd, chunk, 0)
+            width = csv_width(head[:head.index(b"\n") + 1]) if b"\n" in head else None
+            n = min(size, chunk)
+            tail = os.pread(fd, n, size - n)
+            while n < size and b"\n" not in tail[:-1]:  # the last line is longer than the tail read
+                n = min(size, 2 * n)
+                tail = os.pread(fd, n, size - n)
+            cut, why = torn_tail(tail, width)
+            if cut:
+                os.ftruncate(fd, size - cut)
+        except OSError as e:
+            self.warn(f"ppo1: warning: cannot check {self.path} for a torn last record: {cause(e)}")
+            return False
+        finally:
+            os.close(fd)
+        if cut:
+            self.warn(f"ppo1: warning: dropped the torn last record of {self.path} ({why}; an earlier run "
+                      f"ended while writing it)")
+        return bool(cut)
 
     def _failed(self, e: OSError) -> bool:
         self.lost += 1

@@ -40,8 +40,28 @@ def configure_threads(config: Config, comm: Comm, log=print) -> int:
     return n
 
 
+def stop_signals(disposition=signal.getsignal) -> tuple[signal.Signals, ...]:
+    """The signals that stop training: SIGINT, SIGTERM and SIGHUP (a hang-up: the terminal or the SSH
+    session closed, or `kill -HUP`), less SIGHUP when `disposition` says it is ignored (started under
+    `nohup`: it stays ignored). Python's getsignal reports the dispositions the process started with,
+    whatever a C library installed since."""
+    return tuple(s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+                 if s != signal.SIGHUP or disposition(s) is not signal.SIG_IGN)
+
+
+def say(line: str) -> None:
+    """`line` on stderr in one write, safe in a signal handler; a stderr that is gone (a closed terminal:
+    EIO, a closed pipe: EPIPE) is skipped."""
+    try:
+        os.write(2, (line + "\n").encode())
+    except OSError:
+        pass
+
+
 class StopRequest:
-    """SIGINT/SIGTERM: finish the current iteration, checkpoint, exit. A second signal exits at once."""
+    """SIGINT/SIGTERM/SIGHUP (see stop_signals): finish the current iteration, checkpoint, exit 128 + its
+    number. A second SIGINT or SIGTERM exits at once; a SIGHUP never does (a hang-up may come twice,
+    from the shell and from the kernel as the shell exits, and must not cut the stop's checkpoint short)."""
 
     def __init__(self, quiet: bool = False):
         self.signum = 0
@@ -50,7 +70,7 @@ class StopRequest:
         self._previous: dict = {}
 
     def __enter__(self) -> "StopRequest":
-        for s in (signal.SIGINT, signal.SIGTERM):
+        for s in stop_signals():
             self._previous[s] = signal.signal(s, self._handle)
         return self
 
@@ -64,11 +84,13 @@ class StopRequest:
             signal.signal(s, handler)
 
     def _handle(self, signum, frame) -> None:
+        if self.signum and signum == signal.SIGHUP:  # a hang-up repeated, or after a stop: the stop goes on
+            return
         if self.signum:  # the second: exit now, one line, no traceback (a save cut short leaves only a temp file)
             if not self.quiet:
                 what = ("; the checkpoint of this stop is written" if self.saved else
                         " without a checkpoint; the newest one on disk is intact")
-                os.write(2, f"ppo1: second {signal.Signals(signum).name}: exiting now{what}\n".encode())
+                say(f"ppo1: second {signal.Signals(signum).name}: exiting now{what}")
             os._exit(128 + signum)
         self.signum = signum
 
@@ -262,7 +284,7 @@ class Trainer:
         signum = stop.agreed(self.comm)
         if signum:
             self.exit_code = 128 + signum
-            return f"stopped by {signal.Signals(signum).name}"
+            return f"stopped by {signal.Signals(signum).name}" + (" (a hang-up)" if signum == signal.SIGHUP else "")
         if self.stop_after and self.state.iteration - self.start_iteration >= self.stop_after:
             return f"stopped after {self.stop_after} iterations (--stop_after_iterations)"
         return None

@@ -491,3 +491,275 @@ def test_a_held_interrupt_is_recorded_not_raised_and_a_second_one_exits_130(tmp_
                        env=dict(os.environ, PYTHONPATH=REPO))
     assert r.returncode == 130 and r.stdout == "", (r.stdout, r.stderr)
     assert r.stderr == "ppo1: interrupted while starting; nothing was written\n"
+
+
+# ---------------------------------------------------------------------------------------------- hang-up (SIGHUP)
+def _children(pid):
+    """The pids of every descendant of `pid`."""
+    kids = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                with open(f"/proc/{entry}/stat") as f:
+                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    stack, found = [pid], []
+    while stack:
+        for child in kids.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def launched_ranks(pid):
+    """{rank: pid} of the MPI processes an mpirun (`pid`) started, from their launcher's environment."""
+    ranks = {}
+    for child in _children(pid):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{child}/environ", "rb") as f:
+                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
+            for var in (b"PMI_RANK", b"OMPI_COMM_WORLD_RANK", b"PMIX_RANK"):
+                if var in env:
+                    ranks[int(env[var])] = child
+    return ranks
+
+
+def signal_mask(pid, field):
+    """The signals in /proc/PID/status's `field` (SigCgt: caught, SigIgn: ignored)."""
+    with open(f"/proc/{pid}/status") as f:
+        mask = int(next(line for line in f if line.startswith(field + ":")).split()[1], 16)
+    return {signal.Signals(n) for n in range(1, 32) if mask >> (n - 1) & 1 and n in signal.Signals._value2member_map_}
+
+
+def stopped_by_hangup(run, out, err, code):
+    """The run stopped for SIGHUP after an iteration, checkpointed it, said so in one line, exit 129."""
+    assert code == 129, (code, out, err)
+    assert "UCX" not in out + err and "Traceback" not in out + err, (out, err)
+    done = len(rows(run / "progress.csv"))
+    assert torch.load(run / "latest.pt", weights_only=True)["iteration"] == done
+    return done
+
+
+def resumes_from(args, run, done, np_=1):
+    again = run_cli([*args, "--stop_after_iterations", "1"], np_=np_)
+    assert again.returncode == 0, again.stderr
+    assert f"resuming from {run / 'latest.pt'} (iteration {done}," in again.stdout, again.stdout
+    assert torch.load(run / "latest.pt", weights_only=True)["iteration"] == done + 1
+
+
+@contextlib.contextmanager
+def killed_on_failure(proc):
+    """Kill `proc`'s process group if it is still running when the block ends (a failed assertion)."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_sighup_stops_a_single_process_after_the_iteration_with_a_checkpoint_and_no_ucx_output(tmp_path):
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "h"]
+    proc = start(args, np_=1)
+    with killed_on_failure(proc):
+        wait_for_rows(tmp_path / "h" / "progress.csv", 2, proc)
+        assert signal.SIGHUP in signal_mask(proc.pid, "SigCgt")
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGHUP)  # a hang-up may come twice (shell, kernel): not "exit at once"
+        out, err = proc.communicate(timeout=120)
+    done = stopped_by_hangup(tmp_path / "h", out, err, proc.returncode)
+    assert f"ppo1: stopped by SIGHUP (a hang-up) at iteration {done} " in out and "second" not in err, (out, err)
+    resumes_from(args, tmp_path / "h", done)
+
+
+def test_sighup_to_one_rank_under_mpirun_stops_every_rank_after_the_same_iteration_with_a_checkpoint(tmp_path):
+    # what a launcher or a batch system that passes a hang-up on to the ranks delivers (MPICH's mpirun does not:
+    # it dies of SIGHUP and its proxy SIGKILLs the ranks)
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "m"]
+    proc = start(args, np_=2)
+    with killed_on_failure(proc):
+        wait_for_rows(tmp_path / "m" / "progress.csv", 2, proc)
+        ranks = launched_ranks(proc.pid)
+        assert sorted(ranks) == [0, 1], ranks
+        for pid in ranks.values():
+            assert signal.SIGHUP in signal_mask(pid, "SigCgt")
+        os.kill(ranks[1], signal.SIGHUP)
+        out, err = proc.communicate(timeout=120)
+    done = stopped_by_hangup(tmp_path / "m", out, err, proc.returncode)
+    assert out.count("stopped by SIGHUP") == 1, (out, err)
+    resumes_from(args, tmp_path / "m", done, np_=2)
+
+
+def test_a_run_started_under_nohup_keeps_ignoring_sighup(tmp_path):
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "n"]
+    env = dict(os.environ, PYTHONPATH=REPO)
+    proc = subprocess.Popen(["nohup", sys.executable, "-m", "run_atari", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO, start_new_session=True)
+    with killed_on_failure(proc):
+        wait_for_rows(tmp_path / "n" / "progress.csv", 1, proc)
+        assert signal.SIGHUP in signal_mask(proc.pid, "SigIgn")   # MPI's UCX did not take it over
+        assert signal.SIGHUP not in signal_mask(proc.pid, "SigCgt")
+        for _ in range(3):
+            proc.send_signal(signal.SIGHUP)
+            time.sleep(0.2)
+        before = len(rows(tmp_path / "n" / "progress.csv"))
+        wait_for_rows(tmp_path / "n" / "progress.csv", before + 2, proc)  # training goes on
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "stopped by SIGTERM" in out, (out, err)
+    assert "UCX" not in out + err and "SIGHUP" not in out + err
+
+
+def test_a_hang_up_with_stdout_and_stderr_gone_still_checkpoints(tmp_path):
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "p"]
+    proc = start(args, np_=1)
+    try:
+        wait_for_rows(tmp_path / "p" / "progress.csv", 2, proc)
+        proc.stdout.close()  # every later write: EPIPE
+        proc.stderr.close()
+        n = len(rows(tmp_path / "p" / "progress.csv"))
+        wait_for_rows(tmp_path / "p" / "progress.csv", n + 1, proc)  # a row printed into the closed pipe
+        proc.send_signal(signal.SIGHUP)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    stopped_by_hangup(tmp_path / "p", "", "", proc.returncode)
+
+
+def test_closing_the_terminal_of_a_single_process_stops_it_with_a_checkpoint(tmp_path):
+    """A real terminal (a pty whose master is closed): the kernel sends SIGHUP and SIGCONT to the
+    session leader, and every later write to the terminal fails (EIO)."""
+    import fcntl
+    import pty
+    import select
+    import termios
+    import threading
+
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "t"]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "run_atari", *args], stdin=slave, stdout=slave, stderr=slave,
+                            env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO, start_new_session=True,
+                            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    os.close(slave)
+    output, done_reading = [], threading.Event()
+
+    def drain():  # a terminal that is not read fills up and blocks the writer
+        while not done_reading.is_set():
+            if select.select([master], [], [], 0.1)[0]:
+                try:
+                    output.append(os.read(master, 65536))
+                except OSError:
+                    return
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        wait_for_rows(tmp_path / "t" / "progress.csv", 2, proc)
+        done_reading.set()
+        reader.join()
+        os.close(master)  # the terminal closes
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    text = b"".join(output).decode(errors="replace")
+    done = stopped_by_hangup(tmp_path / "t", text, "", proc.returncode)
+    resumes_from(args, tmp_path / "t", done)
+
+
+# ---------------------------------------------------------------------------------------------- torn records
+def widths(path):
+    """The set of row widths of a CSV file (one width: it parses as one table)."""
+    import csv
+    with open(path, newline="") as f:
+        return {len(row) for row in csv.reader(f)}
+
+
+def tear(path, cut):
+    """Cut the last `cut` bytes of `path` (a kill or a power loss in the middle of an append)."""
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.truncate(size - cut)
+
+
+EPISODES = b"return,length,time,timesteps\r\n-21.0,812,3.512,128\r\n-20.0,905,4.01,256\r\n-21.0,790,3.3,256\r\n"
+
+
+def test_a_csv_file_cut_at_any_byte_keeps_exactly_its_whole_records():
+    from ppo1.safeio import csv_width, torn_tail
+
+    width = csv_width(EPISODES.split(b"\n")[0])
+    for end in range(len(EPISODES) + 1):
+        data = EPISODES[:end]
+        cut, why = torn_tail(data, width)
+        whole = data[:data.rfind(b"\n") + 1]
+        assert data[:len(data) - cut] == whole, (end, cut)
+        assert bool(cut) == bool(why) == (data != whole)
+    merged = b"-21.0,790,3.3," + b"-20.0,905,4.01,256\r\n"  # a record appended onto a torn one
+    assert torn_tail(EPISODES + merged, width) == (len(merged), "a last line of 7 fields, not 4")
+
+
+@pytest.mark.parametrize("cut", [1, 2, 7, "all but 1 byte of the last line", "into the line before"])
+def test_a_torn_last_record_of_the_logs_is_dropped_with_one_warning_before_the_run_appends(trained, tmp_path, cut):
+    run = copy_run(trained, tmp_path)
+    (run / "episodes.rank0.csv").write_bytes(EPISODES)
+    kept = {}  # the whole lines left after the tear, and the torn line's length
+    for name in ("progress.csv", "episodes.rank0.csv"):
+        data = (run / name).read_bytes()
+        last = len(data) - (data.rfind(b"\n", 0, len(data) - 1) + 1)  # the last line, with its \r\n
+        n = {"all but 1 byte of the last line": last - 1, "into the line before": last + 2}.get(cut, cut)
+        torn = data[:-n]
+        kept[name] = (torn[:torn.rfind(b"\n") + 1], len(torn) - (torn.rfind(b"\n") + 1))
+        tear(run / name, n)
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "384"])
+    assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
+    for name, (whole, torn) in kept.items():
+        warnings = [line for line in r.stdout.splitlines() if "dropped the torn last record" in line]
+        assert f"ppo1: warning: dropped the torn last record of {run / name} (a last line of {torn} bytes without a " \
+               f"line end; an earlier run ended while writing it)" in warnings, r.stdout
+        assert (run / name).read_bytes().startswith(whole)
+        assert len(widths(run / name)) == 1, (run / name).read_bytes()
+    assert len(warnings) == 2, r.stdout
+    # progress.csv: the torn row is gone, the resumed iteration 3 follows on a line of its own
+    whole_rows = kept["progress.csv"][0].count(b"\n") - 1
+    assert [int(row["iteration"]) for row in rows(run / "progress.csv")] == [*range(1, whole_rows + 1), 3]
+
+
+def test_a_log_cut_at_a_record_boundary_is_left_as_it_is(trained, tmp_path):
+    run = copy_run(trained, tmp_path)
+    (run / "episodes.rank0.csv").write_bytes(EPISODES)
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "384"])
+    assert r.returncode == 0 and "dropped the torn" not in r.stdout + r.stderr, r.stdout
+    assert [int(row["iteration"]) for row in rows(run / "progress.csv")] == [1, 2, 3]
+    assert (run / "episodes.rank0.csv").read_bytes().startswith(EPISODES)
+
+
+def test_a_last_line_of_another_width_is_dropped_on_every_rank(trained, tmp_path):
+    # what an earlier version left: the next run's first row appended onto a torn one (36-37 fields)
+    args = [a if a != "2" else "1" for a in FAST]  # 2 ranks x 1 env: the checkpoint's 2 actors
+    run = copy_run(trained, tmp_path)
+    progress = (run / "progress.csv").read_bytes()
+    row2 = progress.rstrip(b"\r\n").rsplit(b"\n", 1)[1]
+    merged = progress[:-9] + row2 + b"\r\n"
+    (run / "progress.csv").write_bytes(merged)
+    fields = max(widths(run / "progress.csv"))
+    assert fields > 19
+    for rank in (0, 1):
+        (run / f"episodes.rank{rank}.csv").write_bytes(EPISODES[:-5])
+    r = run_cli([*args, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "512"], np_=2)
+    assert r.returncode == 0, r.stderr
+    assert f"dropped the torn last record of {run / 'progress.csv'} (a last line of {fields} fields, not 19;" in r.stdout
+    assert f"dropped the torn last record of {run / 'episodes.rank0.csv'} (a last line of " in r.stdout
+    assert f"dropped the torn last record of {run / 'episodes.rank1.csv'} (a last line of " in r.stderr
+    assert r.stderr.strip().endswith("(rank 1)") and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for name in ("progress.csv", "episodes.rank0.csv", "episodes.rank1.csv"):
+        assert len(widths(run / name)) == 1, name
+    assert [int(row["iteration"]) for row in rows(run / "progress.csv")] == [1, 3, 4]
