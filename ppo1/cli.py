@@ -183,9 +183,10 @@ def build_config(args: argparse.Namespace) -> Config:
 
 
 def _mpi_fork(np_: int, argv: list[str]) -> None:
-    """Replace this process by `mpirun -np np_ python -m run_atari ARGV` (less --np); on a bad --np, one
-    line from rank 0 and exit status 2 on every rank."""
-    from ppo1.launch import launcher_rank, mpi_fork_command
+    """Run `mpirun -np np_ python -m run_atari ARGV` (less --np) and exit with its status (see
+    launch.run_launcher: a hang-up stops the ranks with a checkpoint); on a bad --np, one line from rank 0
+    and exit status 2 on every rank."""
+    from ppo1.launch import launcher_rank, mpi_fork_command, run_launcher
     try:
         cmd = mpi_fork_command(np_, argv)
     except PPO1Error as e:
@@ -194,7 +195,7 @@ def _mpi_fork(np_: int, argv: list[str]) -> None:
         sys.exit(2)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(cmd[0], cmd)
+    sys.exit(run_launcher(cmd))
 
 
 _MODE_MODULES = {"train": "ppo1.train", "play": "ppo1.play", "movie": "ppo1.movie", "plot": "ppo1.plot"}

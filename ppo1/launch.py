@@ -70,6 +70,64 @@ def mpi_fork_command(np_: int, argv: list[str]) -> list[str]:
     return [*cmd, sys.executable, "-m", "run_atari", *without_np(argv)]
 
 
+def _relay(src: int, dst: int) -> None:
+    """Copy `src` to `dst` until `src` ends; once `dst` is gone (a closed terminal: EIO), keep reading
+    and drop what comes, so the writer never blocks or sees an error."""
+    gone = False
+    while True:
+        try:
+            chunk = os.read(src, 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        while chunk and not gone:
+            try:
+                chunk = chunk[os.write(dst, chunk):]
+            except OSError:
+                gone = True
+
+
+def run_launcher(cmd: list[str]) -> int:
+    """Run mpirun (`cmd`) as a child and wait for it; return the exit status for this process.
+
+    A hang-up must stop the ranks with a checkpoint, but MPICH's mpirun has no SIGHUP handler: it dies
+    and its proxy SIGKILLs the ranks. So mpirun starts with SIGHUP ignored (inherited, as nohup does),
+    and a hang-up here is passed to it as SIGTERM, which it forwards to the ranks: they finish the
+    iteration, checkpoint and exit; this process then exits 129 (128 + SIGHUP). mpirun's output goes
+    through this process, so a terminal that is gone is never mpirun's error. SIGTERM is passed on as it
+    is; Ctrl-C reaches mpirun from the terminal (the same process group), so here it only waits."""
+    import threading
+
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    relays = [threading.Thread(target=_relay, args=(pipe.fileno(), fd), daemon=True)
+              for pipe, fd in ((child.stdout, 1), (child.stderr, 2))]
+    for relay in relays:
+        relay.start()
+    hung_up = []
+
+    def on_hangup(_signum, _frame):
+        if not hung_up:
+            hung_up.append(True)
+            try:
+                os.write(2, b"ppo1: hang-up: every rank stops after its iteration, with a checkpoint\n")
+            except OSError:  # the terminal is gone
+                pass
+            child.send_signal(signal.SIGTERM)
+
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # under nohup it stays ignored
+        signal.signal(signal.SIGHUP, on_hangup)
+    signal.signal(signal.SIGTERM, lambda _s, _f: child.send_signal(signal.SIGTERM))
+    signal.signal(signal.SIGINT, lambda _s, _f: None)
+    code = child.wait()
+    for relay in relays:
+        relay.join(timeout=5)
+    if hung_up:
+        return 128 + signal.SIGHUP
+    return 128 - code if code < 0 else code  # mpirun killed by a signal: 128 + its number
+
+
 def wait_for_launcher_to_read(fds: tuple[int, ...] = (1, 2), timeout: float = 2.0) -> bool:
     """Wait until the launcher has read what this process wrote to `fds` (pipes: mpich's hydra proxy),
     at most `timeout` s. True when every pipe is empty (or none is a pipe).

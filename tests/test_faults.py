@@ -632,9 +632,10 @@ def test_a_hang_up_with_stdout_and_stderr_gone_still_checkpoints(tmp_path):
     stopped_by_hangup(tmp_path / "p", "", "", proc.returncode)
 
 
-def test_closing_the_terminal_of_a_single_process_stops_it_with_a_checkpoint(tmp_path):
+@pytest.mark.parametrize("np_", [1, 2], ids=["single process", "--np 2"])
+def test_closing_the_terminal_stops_training_with_a_checkpoint(tmp_path, np_):
     """A real terminal (a pty whose master is closed): the kernel sends SIGHUP and SIGCONT to the
-    session leader, and every later write to the terminal fails (EIO)."""
+    session leader (the process, or --np's launcher), and every later write to the terminal fails (EIO)."""
     import fcntl
     import pty
     import select
@@ -643,8 +644,11 @@ def test_closing_the_terminal_of_a_single_process_stops_it_with_a_checkpoint(tmp
 
     args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
             "--model_name", "t"]
+    if np_ > 1:
+        mpirun_command(np_)
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "run_atari", *args], stdin=slave, stdout=slave, stderr=slave,
+    launch = ["--np", str(np_)] if np_ > 1 else []
+    proc = subprocess.Popen([sys.executable, "-m", "run_atari", *launch, *args], stdin=slave, stdout=slave, stderr=slave,
                             env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO, start_new_session=True,
                             preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
     os.close(slave)
@@ -672,7 +676,7 @@ def test_closing_the_terminal_of_a_single_process_stops_it_with_a_checkpoint(tmp
             proc.wait()
     text = b"".join(output).decode(errors="replace")
     done = stopped_by_hangup(tmp_path / "t", text, "", proc.returncode)
-    resumes_from(args, tmp_path / "t", done)
+    resumes_from(args, tmp_path / "t", done, np_=np_)
 
 
 # ---------------------------------------------------------------------------------------------- torn records
@@ -763,3 +767,22 @@ def test_a_last_line_of_another_width_is_dropped_on_every_rank(trained, tmp_path
     for name in ("progress.csv", "episodes.rank0.csv", "episodes.rank1.csv"):
         assert len(widths(run / name)) == 1, name
     assert [int(row["iteration"]) for row in rows(run / "progress.csv")] == [1, 3, 4]
+
+
+def test_sighup_to_the_np_launcher_stops_every_rank_with_a_checkpoint_and_exit_129(tmp_path):
+    # `python -m run_atari --np 2` stays as mpirun's parent: mpirun runs with SIGHUP ignored (MPICH's would
+    # die and its proxy SIGKILL the ranks), and a hang-up here reaches the ranks as mpirun's SIGTERM
+    mpirun_command(2)
+    args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "w"]
+    proc = start(["--np", "2", *args], np_=1)
+    with killed_on_failure(proc):
+        wait_for_rows(tmp_path / "w" / "progress.csv", 2, proc)
+        launcher = _children(proc.pid)
+        assert launcher and all(signal.SIGHUP in signal_mask(pid, "SigIgn") for pid in launcher)
+        proc.send_signal(signal.SIGHUP)
+        proc.send_signal(signal.SIGHUP)  # a hang-up often comes twice
+        out, err = proc.communicate(timeout=120)
+    done = stopped_by_hangup(tmp_path / "w", out, err, proc.returncode)
+    assert err.count("ppo1: hang-up: every rank stops") == 1 and "stopped by SIGTERM" in out, (out, err)
+    resumes_from(args, tmp_path / "w", done, np_=2)
