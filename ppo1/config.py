@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_ENVS_PER_RANK, MAX_FRAMES
 
-MODEL_TYPES = ("small", "large", "mlp")
+MODEL_TYPES = ("small", "large", "impala", "mlp")
 
 INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
@@ -103,8 +103,9 @@ class Config:
         "steps otherwise move every weight by the full step size); 0 = off (the paper)")
     seed: int = setting(0, "random seed; each env is seeded from (seed, rank, env index)")
     model_type: str = setting("small",
-        "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN) or mlp (2x64 tanh, for "
-        "vector observations; the default there)")
+        "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN of "
+        "Espeholt et al. 2018: 3 stages of conv, max-pool and 2 residual blocks, 16/32/32 channels, fc 256; "
+        "any image observation) or mlp (2x64 tanh, for vector observations; the default there)")
     model_name: str = setting("model-ppo1-defaults",
         "name of the run: its files live in checkpoint_dir/model_name/")
     checkpoint_dir: str = setting("checkpoints", "directory holding one sub-directory per run")
