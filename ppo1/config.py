@@ -136,6 +136,17 @@ class Config:
         "standardise advantages over the rank's batch (baselines ppo1) or each minibatch (ppo2)")
     max_grad_norm: float = setting(0.0,
         "clip the global gradient norm to this after averaging over ranks; 0 = off")
+    target_kl: float = setting(0.0,
+        "end the iteration's remaining epochs once the approximate KL(pi_old || pi) of a minibatch, "
+        "averaged over all ranks, exceeds this, checked before each minibatch's step (as SB3, which "
+        "stops at 1.5 x its target_kl; CleanRL checks after each epoch): a minibatch's granularity, so "
+        "one large step cannot run a whole epoch past the target; the estimator is SB3's and "
+        "CleanRL's mean((r - 1) - log r); progress.csv's epochs column says how many epochs ran; 0 = off "
+        "(the paper)")
+    clip_vloss: bool = setting(False,
+        "value loss as baselines ppo2 and CleanRL --clip-vloss: the larger of (V - R)^2 and (V_clipped "
+        "- R)^2, V_clipped = V_old + clip(V - V_old, -eps, eps) around the rollout's values at the "
+        "iteration's clip parameter eps; off = the paper's plain (V - R)^2")
     anneal_clip: bool = setting(True,
         "anneal the clip parameter linearly with alpha (the paper) or keep it constant")
     anneal_ent: bool = setting(False,
@@ -224,6 +235,8 @@ class Config:
                 f"--timesteps_per_actorbatch={self.timesteps_per_actorbatch} (both are per actor)")
         if finite("max_grad_norm") < 0.0:
             bad("max_grad_norm", ">= 0 (0 = off)")
+        if finite("target_kl") < 0.0:
+            bad("target_kl", ">= 0 (0 = off)")
         if not isinstance(self.lr_warmup, int) or self.lr_warmup < 0:
             bad("lr_warmup", "a whole number >= 0 (0 = off)")
 
