@@ -14,8 +14,8 @@ import traceback
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
-from ppo1.config import (ADV_NORMS, FRAME_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRECISIONS, PRESETS,
-                         VECTOR_DEFAULTS, Config)
+from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES,
+                         PRECISIONS, PRESETS, PROCGEN_PRESET, VECTOR_DEFAULTS, Config)
 from ppo1.launch import HeldInterrupt, say_interrupted_while_starting
 
 def _whole(text: str) -> int:
@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
             kwargs = {"action": argparse.BooleanOptionalAction, "default": argparse.SUPPRESS,
                       "help": f"{f.metadata['help']} (default: {default})"}
         choices = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "precision": PRECISIONS,
-                   "frame_norm": FRAME_NORMS,
-                   "preset": (*PRESETS, "mujoco")}
+                   "frame_norm": FRAME_NORMS, "distribution_mode": DISTRIBUTION_MODES,
+                   "preset": (*PRESETS, "mujoco", "procgen")}
         if f.name in choices:
             kwargs["choices"] = choices[f.name]
         p.add_argument(f"--{f.name}", **kwargs)
@@ -142,16 +142,23 @@ def build_config(args: argparse.Namespace) -> Config:
 def preset_values(given: dict) -> dict:
     """The values of the preset (--preset, else the env family's default) for a new run.
 
-    Atari: `paper` unless --preset names another; vector observations: `mujoco` (VECTOR_DEFAULTS).
+    Atari: `paper` unless --preset names another; vector observations: `mujoco` (VECTOR_DEFAULTS);
+    `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and only for it.
     """
-    from ppo1.envs import is_atari
-    atari = is_atari(given.get("env_name", Config.env_name))
-    name = given.get("preset", "paper" if atari else "mujoco")
+    from ppo1.envs import is_atari, is_procgen
+    env_name = given.get("env_name", Config.env_name)
+    family = "procgen" if is_procgen(env_name) else "atari" if is_atari(env_name) else "mujoco"
+    name = given.get("preset", {"atari": "paper"}.get(family, family))
+    if (name == "procgen") != (family == "procgen"):
+        raise PPO1Error(f"--preset={name} is for procgen:<game> envs only" if name == "procgen" else
+                        f"--preset={name} is not for Procgen games; procgen:<game> envs use --preset procgen")
+    if name == "procgen":
+        return {"preset": name, **PROCGEN_PRESET}
     if name == "mujoco":
         return {"preset": name, **VECTOR_DEFAULTS}
     if name not in PRESETS:
         raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
-    if not atari:
+    if family != "atari":
         raise PPO1Error(f"--preset={name} is for Atari games; vector-observation envs use --preset mujoco")
     return {"preset": name, **PRESETS[name]}
 

@@ -16,6 +16,7 @@ INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
 PRECISIONS = ("fp32", "bf16")
 FRAME_NORMS = ("scale", "center")
+DISTRIBUTION_MODES = ("easy", "hard", "extreme", "memory", "exploration")  # Procgen's
 
 # Settings of the machine, not of the run: a resumed run takes them from its command line (or the
 # defaults), never from the config.json of the checkpoint, so a run moves between GPU and CPU boxes.
@@ -69,6 +70,20 @@ PRESETS: dict[str, dict] = {
              "lr_warmup": 100_000, "frame_norm": "center"},
 }
 
+# The Procgen paper's PPO (Cobbe et al. 2020, its PPO hyperparameters; baselines ppo2), easy mode, for
+# `--env_name procgen:<game>` (whose default preset it is): IMPALA CNN, 200 training levels, T 256,
+# 3 epochs of 8 minibatches (32 samples per actor: 8 x 32 x 64 actors = 64 x 256), lr 5e-4 and clip
+# 0.2 both constant, ppo2's vf_coef 0.5 of 0.5 x squared error (c1 0.25), entropy 0.01, gamma 0.999,
+# lambda 0.95, gradient-norm clip 0.5, per-minibatch standardisation, 25M steps. Its 64 envs are
+# actors here: ranks x --envs_per_rank (mpirun -np 2 ... --envs_per_rank 32). Rewards normalised by
+# the running std of the discounted return, as the paper's VecNormalize.
+PROCGEN_PRESET = {
+    "model_type": "impala", "init": "orthogonal", "num_levels": 200, "start_level": 0, "distribution_mode": "easy",
+    "timesteps_per_actorbatch": 256, "optim_epochs": 3, "optim_batchsize": 32, "optim_stepsize": 5e-4,
+    "anneal_lr": False, "epsilon": 0.2, "anneal_clip": False, "ent_coef": 0.01, "vf_coef": 0.25, "gamma": 0.999,
+    "lam": 0.95, "max_grad_norm": 0.5, "adv_norm": "minibatch", "norm_reward": True, "env_steps": 25_000_000,
+}
+
 
 def setting(default, help: str):
     """A Config field with its one-line help (shown by --help, read by the CLI from the field's metadata)."""
@@ -98,6 +113,8 @@ class Config:
     optim_stepsize: float = setting(2.5e-4, "Adam step size at the start; annealed linearly to 0")
     optim_batchsize: int = setting(32, "minibatch samples per actor (x actors = the global minibatch)")
     adam_epsilon: float = setting(1e-5, "Adam epsilon")
+    anneal_lr: bool = setting(True,
+        "anneal the step size linearly with alpha to 0 (the paper) or keep it constant (the Procgen paper)")
     lr_warmup: int = setting(0,
         "agent steps over which the step size rises linearly from 0 to its annealed value (Adam's first "
         "steps otherwise move every weight by the full step size); 0 = off (the paper)")
@@ -125,7 +142,8 @@ class Config:
     preset: str = setting("paper",
         "hyperparameter family applied to every flag not given: paper (PPO paper, Table 5), baselines"
         " (baselines ppo1 run_atari.py), cleanrl (CleanRL/ppo2 Atari), fast (fewest minutes to win "
-        "Pong on 2 cores); vector-observation envs use mujoco (baselines run_mujoco)")
+        "Pong on 2 cores); vector-observation envs use mujoco (baselines run_mujoco), procgen:<game> "
+        "envs procgen (the Procgen paper's easy mode)")
     init: str = setting("normc",
         "weight initialisation: normc (baselines ppo1) or orthogonal (ppo2, CleanRL, SB3)")
     frame_norm: str = setting("scale",
@@ -147,6 +165,16 @@ class Config:
         "value loss as baselines ppo2 and CleanRL --clip-vloss: the larger of (V - R)^2 and (V_clipped "
         "- R)^2, V_clipped = V_old + clip(V - V_old, -eps, eps) around the rollout's values at the "
         "iteration's clip parameter eps; off = the paper's plain (V - R)^2")
+    norm_reward: bool = setting(False,
+        "divide rewards by the standard deviation of the actors' running discounted returns (all ranks' "
+        "statistics), clipped to +-10, as baselines VecNormalize and the Procgen paper; off = raw "
+        "rewards (Atari clips their sign instead)")
+    num_levels: int = setting(0,
+        "Procgen: levels to train on, from --start_level; 0 = every level. --mode play and movie play the "
+        "levels after them (unseen), or every level when 0")
+    start_level: int = setting(0, "Procgen: the first training level (the levels' seed)")
+    distribution_mode: str = setting("easy",
+        "Procgen: the games' variant: easy (the Procgen paper's easy mode), hard, extreme, memory or exploration")
     anneal_clip: bool = setting(True,
         "anneal the clip parameter linearly with alpha (the paper) or keep it constant")
     anneal_ent: bool = setting(False,
@@ -239,6 +267,9 @@ class Config:
             bad("target_kl", ">= 0 (0 = off)")
         if not isinstance(self.lr_warmup, int) or self.lr_warmup < 0:
             bad("lr_warmup", "a whole number >= 0 (0 = off)")
+        for name in ("num_levels", "start_level"):
+            if not isinstance(getattr(self, name), int) or not 0 <= getattr(self, name) < 2**31:
+                bad(name, "a whole number >= 0")
 
     def _validate_choices(self) -> None:
         bad, finite = self._bad, self._finite
@@ -248,10 +279,12 @@ class Config:
             bad("frame_norm", f"one of {', '.join(FRAME_NORMS)}")
         if self.frame_norm != "scale" and self.model_type == "mlp":
             bad("frame_norm", "scale with --model_type mlp (its observations have their own running mean/std)")
+        if self.distribution_mode not in DISTRIBUTION_MODES:
+            bad("distribution_mode", f"one of {', '.join(DISTRIBUTION_MODES)}")
         if self.adv_norm not in ADV_NORMS:
             bad("adv_norm", f"one of {', '.join(ADV_NORMS)}")
-        if self.preset not in PRESETS and self.preset != "mujoco":
-            bad("preset", f"one of {', '.join(PRESETS)}")
+        if self.preset not in PRESETS and self.preset not in ("mujoco", "procgen"):
+            bad("preset", f"one of {', '.join(PRESETS)}, procgen")
         for f in dataclasses.fields(self):  # every on/off setting
             if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
                 bad(f.name, "true or false")

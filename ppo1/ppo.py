@@ -107,7 +107,7 @@ class Hyper:
     """One iteration's update settings: the annealed clip and step size, and the fixed rest."""
 
     clip: float                 # epsilon x alpha (or epsilon, without annealing)
-    lr: float                   # Adam step size x alpha (x the warm-up factor, with --lr_warmup)
+    lr: float                   # Adam step size x alpha (without --anneal_lr: x 1) (x the warm-up factor, with --lr_warmup)
     epochs: int
     minibatch: int              # samples per minibatch on this rank (optim_batchsize x envs per rank)
     vf_coef: float              # c1
@@ -120,7 +120,7 @@ class Hyper:
     @classmethod
     def at(cls, config, alpha: float, envs_per_rank: int, warmup: float = 1.0) -> "Hyper":
         """The settings of a Config at annealing factor alpha (and step-size warm-up factor `warmup`)."""
-        return cls(clip=config.clip_param(alpha), lr=config.optim_stepsize * alpha * warmup,
+        return cls(clip=config.clip_param(alpha), lr=config.optim_stepsize * (alpha if config.anneal_lr else 1.0) * warmup,
                    epochs=config.optim_epochs,
                    minibatch=config.optim_batchsize * envs_per_rank, vf_coef=config.vf_coef,
                    ent_coef=config.ent_coef_at(alpha), adv_norm=config.adv_norm, max_grad_norm=config.max_grad_norm,

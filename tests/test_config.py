@@ -145,12 +145,15 @@ def test_runs_saved_before_target_kl_and_clip_vloss_load_and_resume_with_both_of
     from ppo1 import checkpoint
     from ppo1.cli import build_config, build_parser
     saved = Config(gamma=0.9).to_dict()
-    del saved["target_kl"], saved["clip_vloss"]                # config.json of a run before the fields
+    for key in ("target_kl", "clip_vloss", "anneal_lr", "norm_reward", "num_levels", "start_level",
+                "distribution_mode"):                        # config.json of a run before issue 28's fields
+        del saved[key]
     run = tmp_path / "old"
     run.mkdir()
     (run / "config.json").write_text(json.dumps(saved))
     old = checkpoint.load_config(str(run))
     assert (old.target_kl, old.clip_vloss, old.gamma) == (0.0, False, 0.9)
+    assert (old.anneal_lr, old.norm_reward, old.num_levels) == (True, False, 0)  # as those runs trained
     resumed = build_config(build_parser().parse_args(["--checkpoint_dir", str(tmp_path), "--model_name", "old"]))
     assert (resumed.target_kl, resumed.clip_vloss) == (0.0, False)
     assert checkpoint.config_from_data(saved, "checkpoint") == old  # a checkpoint's 'config' likewise

@@ -197,3 +197,11 @@ def test_clip_vloss_gives_the_loss_each_minibatchs_rollout_values(monkeypatch):
     seen.clear()
     _tiny_update(values=torch.arange(16.0))
     assert seen == [None, None]                  # off: the plain error
+
+
+def test_step_size_anneals_with_alpha_unless_anneal_lr_is_off():
+    from ppo1.config import Config
+    from ppo1.ppo import Hyper
+    assert Hyper.at(Config(optim_stepsize=1e-3), 0.25, 1).lr == pytest.approx(2.5e-4)
+    assert Hyper.at(Config(optim_stepsize=1e-3, anneal_lr=False), 0.25, 1).lr == pytest.approx(1e-3)
+    assert Hyper.at(Config(optim_stepsize=1e-3, anneal_lr=False), 0.25, 1, warmup=0.5).lr == pytest.approx(5e-4)
