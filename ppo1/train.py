@@ -104,6 +104,7 @@ class Trainer:
                               warmup_factor(t + cfg.steps_per_iteration(comm.size), cfg.lr_warmup))  # up to its batch's end
                 seg = self.collector.collect()                                   # T x k steps
                 if self.reward_norm is not None:                                 # --norm_reward
+                    wd.phase = "reward statistics allreduce"
                     seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, comm.sum)
                 seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
                                                   cfg.gamma, cfg.lam)            # GAE(lambda), TD(lambda)
