@@ -1,4 +1,6 @@
 # Two commands on a fresh machine: `make train` and `make test`. Each creates .venv when missing.
+# PYTHON picks the interpreter (3.11 to 3.13): Procgen (--env_name procgen:<game>) needs 3.13, e.g.
+# `make procgen PYTHON=python3.13 VENV=.venv313` (torch from PyPI there: its CUDA build, several GB).
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -10,8 +12,11 @@ PRESET ?= fast
 RUN    ?= $(shell echo '$(ENV)' | sed -e 's|^ALE/||' -e 's/NoFrameskip-v4$$//' | tr 'A-Z' 'a-z')-$(PRESET)
 ARGS   ?=
 
-.PHONY: venv train play movie test bench clean
+.PHONY: venv procgen train play movie test bench clean
 venv: $(VENV)/.installed
+
+procgen: venv
+	$(PY) -m pip install --quiet -e '.[test,procgen]'
 
 # torch==2.13.0 first: the CPU build lies on disk here; a looser request pulls a multi-GB CUDA build.
 $(VENV)/.installed: setup.py

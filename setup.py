@@ -27,6 +27,8 @@ setup(
     extras_require={
         "test": ["pytest>=8", "pytest-timeout>=2.3"],
         "mujoco": ["gymnasium[mujoco]>=1.0,<2"],
+        # --env_name procgen:<game>: the original Procgen games behind gymnasium (Python 3.13+ only)
+        "procgen": ["procgen-gym>=0.1.1,<0.2; python_version >= '3.13'"],
         # `python -m bench.throughput --compare sb3`; needs no other torch than the one installed
         "bench": ["stable-baselines3>=2.3,<3"],
     },

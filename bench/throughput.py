@@ -298,7 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "scenario flags below)")
     p.add_argument("--ranks", type=int, default=PAPER.ranks, help="MPI ranks (default: %(default)s)")
     p.add_argument("--envs_per_rank", type=int, default=PAPER.envs_per_rank, help="envs per rank (default: %(default)s)")
-    p.add_argument("--model_type", choices=("small", "large"), default=PAPER.model_type)
+    p.add_argument("--model_type", choices=("small", "large", "impala"), default=PAPER.model_type)
     p.add_argument("--epochs", type=int, default=PAPER.epochs, help="optim epochs (default: %(default)s)")
     p.add_argument("--minibatch", type=int, default=PAPER.minibatch, help="minibatch per actor (default: %(default)s)")
     p.add_argument("--horizon", type=int, default=PAPER.horizon, help="T per actor (default: %(default)s)")

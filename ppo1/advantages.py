@@ -1,7 +1,9 @@
-"""Generalized advantage estimation (Schulman et al., 2016), as in baselines' `add_vtarg_and_adv`."""
+"""Generalized advantage estimation (Schulman et al., 2016), as in baselines' `add_vtarg_and_adv`; the
+reward normalisation of baselines' VecNormalize (--norm_reward)."""
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_value: np.ndarray,
@@ -28,3 +30,56 @@ def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_value: 
         adv[t] = last = delta + gamma * lam * nonterminal * last
         next_value = values[t]
     return adv, (adv + values).astype(np.float32)
+
+
+def running_returns(rewards: np.ndarray, dones: np.ndarray, ret: np.ndarray, gamma: float) -> np.ndarray:
+    """baselines VecNormalize's running discounted return of each actor, step by step:
+
+        G_t = gamma * G_{t-1} + r_t,   G_{t-1} = 0 when step t-1 ended the episode
+
+    rewards, dones (T, k); ret (k,): G before the segment, updated in place to G after it (0 where
+    the last step ended an episode). Returns G (T, k) float64."""
+    out = np.zeros(rewards.shape, np.float64)
+    for t in range(rewards.shape[0]):
+        ret *= gamma
+        ret += rewards[t]
+        out[t] = ret
+        ret[dones[t]] = 0.0
+    return out
+
+
+class RewardNormalizer:
+    """--norm_reward (the Procgen paper; baselines VecNormalize(ob=False)): rewards divided by the
+    standard deviation of the actors' running discounted returns G (running_returns), clipped to
+    [-clip, clip]. The statistics of G are summed over all ranks (the same scale on every rank, as one
+    process of all the actors would have) and updated once per iteration with the segment's T x k
+    returns before its rewards are scaled (baselines updates them at every step).
+
+    `state_dict()` / `load_state_dict()`: the statistics (checkpointed with the run); `ret` (k,) is
+    the rank's running returns (checkpointed with the rank's games).
+    """
+
+    def __init__(self, num_envs: int, gamma: float, clip: float = 10.0, epsilon: float = 1e-8):
+        self.gamma, self.clip, self.epsilon = gamma, clip, epsilon
+        self.ret = np.zeros(num_envs, np.float64)
+        self.stats = np.array([0.0, 0.0, 1e-4])  # sum, sum of squares, count of the returns G
+
+    def std(self) -> float:
+        """sqrt(Var[G] + epsilon); Var = 1 before any return (as VecNormalize's RunningMeanStd starts)."""
+        total, sumsq, count = self.stats
+        var = 1.0 if count < 1 else max(sumsq / count - (total / count) ** 2, 0.0)
+        return float(np.sqrt(var + self.epsilon))
+
+    def __call__(self, rewards: np.ndarray, dones: np.ndarray, allreduce_sum=None) -> np.ndarray:
+        """Scaled rewards (T, k) float32 for a segment's raw rewards and dones (T, k); `allreduce_sum`
+        sums a float64 array over ranks (Comm.sum)."""
+        g = running_returns(rewards, dones, self.ret, self.gamma)
+        local = np.array([g.sum(), np.square(g).sum(), g.size], np.float64)
+        self.stats = self.stats + (allreduce_sum(local) if allreduce_sum else local)
+        return np.clip(rewards / self.std(), -self.clip, self.clip).astype(np.float32)
+
+    def state_dict(self) -> dict:
+        return {"stats": torch.from_numpy(self.stats.copy())}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.stats = state["stats"].double().numpy().copy()

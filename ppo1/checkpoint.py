@@ -148,11 +148,13 @@ class RankState:
     py_rng: Any                        # random.getstate()
     envs: Any                          # VecEnv.get_state(): emulator states, frame stacks, episode counters
     cuda_rng: torch.Tensor | None = None  # the CUDA generator where actions are sampled on a GPU
+    reward_ret: torch.Tensor | None = None  # --norm_reward: the rank's running discounted returns (k,)
 
     @classmethod
-    def capture(cls, rng: np.random.Generator, venv, device: torch.device) -> "RankState":
+    def capture(cls, rng: np.random.Generator, venv, device: torch.device, reward_ret: np.ndarray | None = None
+                ) -> "RankState":
         return cls(torch.get_rng_state(), rng.bit_generator.state, random.getstate(), venv.get_state(),
-                   devices.rng_state(device))
+                   devices.rng_state(device), None if reward_ret is None else torch.from_numpy(reward_ret.copy()))
 
     def restore(self, rng: np.random.Generator, venv, device: torch.device) -> np.ndarray | None:
         """Put the generators and games back. Returns the envs' observations, None if none were saved."""
@@ -167,7 +169,8 @@ class RankState:
 
     @classmethod
     def from_dict(cls, data: dict) -> "RankState":
-        return cls(data["torch_rng"], data["np_rng"], data["py_rng"], data["envs"], data.get("cuda_rng"))
+        return cls(data["torch_rng"], data["np_rng"], data["py_rng"], data["envs"], data.get("cuda_rng"),
+                   data.get("reward_ret"))
 
 
 @dataclasses.dataclass
@@ -190,6 +193,7 @@ class TrainState:
     optimizer: dict | None = None      # state dict, CPU tensors
     n_ranks: int | None = None
     ranks: list[dict] | None = None    # RankState.to_dict() of every rank, in rank order
+    reward_norm: dict | None = None    # --norm_reward: RewardNormalizer.state_dict() (the same on every rank)
 
     def to_checkpoint(self) -> dict:
         """The dict saved on disk (keys of format FORMAT; the parts that are None are left out)."""
@@ -197,7 +201,7 @@ class TrainState:
                 "timesteps": self.timesteps, "episodes": self.episodes,
                 "recent_returns": [r for r, _ in self.recent], "recent_lengths": [n for _, n in self.recent],
                 "num_actions": self.num_actions, "n_actors": self.n_actors, "n_ranks": self.n_ranks,
-                "config": self.config, "ranks": self.ranks}
+                "config": self.config, "ranks": self.ranks, "reward_norm": self.reward_norm}
         return {k: v for k, v in data.items() if v is not None}
 
     @classmethod
@@ -217,7 +221,8 @@ class TrainState:
         return cls(model=data["model"], config=data["config"], num_actions=data["num_actions"],
                    n_actors=data["n_actors"], iteration=data["iteration"], timesteps=data["timesteps"],
                    episodes=data.get("episodes", 0), recent=collections.deque(recent, maxlen=RECENT),
-                   optimizer=data.get("optimizer"), n_ranks=data.get("n_ranks"), ranks=data.get("ranks"))
+                   optimizer=data.get("optimizer"), n_ranks=data.get("n_ranks"), ranks=data.get("ranks"),
+                   reward_norm=data.get("reward_norm"))
 
     def rank(self, r: int) -> RankState:
         """Rank r's saved generators and games."""

@@ -14,8 +14,9 @@ import traceback
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
-from ppo1.config import (ADV_NORMS, FRAME_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, PRECISIONS, PRESET_HELP,  # noqa: F401
-                         PRESETS, Config, preset_values)  # preset_values: also imported from here by bench
+from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MACHINE_FIELDS,  # noqa: F401
+                         MODEL_TYPES, PRECISIONS, PRESET_HELP, PRESETS, Config,
+                         preset_values)  # preset_values: also imported from here by bench
 from ppo1.launch import HeldInterrupt, say_interrupted_while_starting
 
 def _whole(text: str) -> int:
@@ -90,11 +91,12 @@ def _given_config_flags(args: argparse.Namespace) -> dict:
 
 # --help's sections: every Config field and every other flag in exactly one (a test checks).
 GROUPS: dict[str, tuple[str, ...]] = {
-    "what to train": ("mode", "env_name", "preset", "env_steps", "seed"),
+    "what to train": ("mode", "env_name", "preset", "env_steps", "seed", "num_levels", "start_level",
+                      "distribution_mode"),
     "PPO hyperparameters": (
-        "timesteps_per_actorbatch", "optim_epochs", "optim_batchsize", "optim_stepsize", "adam_epsilon",
-        "lr_warmup", "epsilon", "anneal_clip", "gamma", "lam", "ent_coef", "anneal_ent", "vf_coef",
-        "adv_norm", "max_grad_norm"),
+        "timesteps_per_actorbatch", "optim_epochs", "optim_batchsize", "optim_stepsize", "anneal_lr",
+        "adam_epsilon", "lr_warmup", "target_kl", "epsilon", "anneal_clip", "gamma", "lam", "ent_coef",
+        "anneal_ent", "vf_coef", "clip_vloss", "adv_norm", "max_grad_norm", "norm_reward"),
     "network": ("model_type", "init", "frame_norm", "precision", "compile"),
     "parallelism and devices": ("np", "envs_per_rank", "num_threads", "device", "deterministic",
                                 "sync_check_interval", "watchdog_timeout"),
@@ -105,7 +107,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 _CHOICES = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "precision": PRECISIONS,
-            "frame_norm": FRAME_NORMS, "preset": (*PRESETS, "mujoco")}
+            "frame_norm": FRAME_NORMS, "distribution_mode": DISTRIBUTION_MODES,
+            "preset": (*PRESETS, "mujoco", "procgen")}
 
 
 def _field_kwargs(f: dataclasses.Field, default) -> dict:

@@ -10,12 +10,13 @@ from dataclasses import dataclass, field, fields
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_ENVS_PER_RANK, MAX_FRAMES
 
-MODEL_TYPES = ("small", "large", "mlp")
+MODEL_TYPES = ("small", "large", "impala", "mlp")
 
 INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
 PRECISIONS = ("fp32", "bf16")
 FRAME_NORMS = ("scale", "center")
+DISTRIBUTION_MODES = ("easy", "hard", "extreme", "memory", "exploration")  # Procgen's
 
 # Settings of the machine, not of the run: a resumed run takes them from its command line (or the
 # defaults), never from the config.json of the checkpoint, so a run moves between GPU and CPU boxes.
@@ -70,6 +71,21 @@ PRESETS: dict[str, dict] = {
              "frame_norm": "center"},
 }
 
+# The Procgen paper's PPO (Cobbe et al. 2020, its PPO hyperparameters; baselines ppo2), easy mode, for
+# `--env_name procgen:<game>` (whose default preset it is): IMPALA CNN, 200 training levels, T 256,
+# 3 epochs of 8 minibatches (32 samples per actor: 8 x 32 x 64 actors = 64 x 256), lr 5e-4 and clip
+# 0.2 both constant, ppo2's vf_coef 0.5 of 0.5 x squared error (c1 0.25), entropy 0.01, gamma 0.999,
+# lambda 0.95, gradient-norm clip 0.5, per-minibatch standardisation, 25M steps. Its 64 envs are
+# actors here: ranks x --envs_per_rank (mpirun -np 2 ... --envs_per_rank 32). Rewards normalised by
+# the running std of the discounted return, as the paper's VecNormalize.
+PROCGEN_PRESET = {
+    "model_type": "impala", "init": "orthogonal", "num_levels": 200, "start_level": 0, "distribution_mode": "easy",
+    "timesteps_per_actorbatch": 256, "optim_epochs": 3, "optim_batchsize": 32, "optim_stepsize": 5e-4,
+    "anneal_lr": False, "epsilon": 0.2, "anneal_clip": False, "ent_coef": 0.01, "vf_coef": 0.25, "gamma": 0.999,
+    "lam": 0.95, "max_grad_norm": 0.5, "adv_norm": "minibatch", "norm_reward": True, "env_steps": 25_000_000,
+}
+
+
 # `fast`'s budget (env_steps, over which the step size anneals) by env id, measured by bench.games (results
 # in docs/learning.md, "Games benchmark"): Pong is won by 1.1M; every other game (and Pong with sticky
 # actions) trains for FAST_DEFAULT_BUDGET, where the games benchmark compares it with the published curves.
@@ -92,22 +108,33 @@ PRESET_HELP = {
     "fast": "fewest minutes on a few CPU cores: cleanrl's settings with the small CNN at 5x the step size "
             "(warmed up over 100k steps), frames centred; trains PongNoFrameskip-v4 for 1.1M agent steps (won), "
             "every other game for 2M (see docs/learning.md)",
+    "mujoco": "vector-observation envs (their default): baselines' run_mujoco, MLP 2x64 tanh, T 2048, "
+              "10 epochs, step size 3e-4, clip 0.2",
+    "procgen": "procgen:<game> envs (their default and only preset): the Procgen paper's easy mode, IMPALA CNN, "
+               "200 levels, T 256, 3 epochs, step size 5e-4, gamma 0.999, rewards normalised, 25M steps",
 }
 
 
 def preset_values(given: dict) -> dict:
     """The values of the preset (--preset, else the env family's default) for a new run.
 
-    Atari: `paper` unless --preset names another; vector observations: `mujoco` (VECTOR_DEFAULTS).
+    Atari: `paper` unless --preset names another; vector observations: `mujoco` (VECTOR_DEFAULTS);
+    `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and only for it.
     """
-    from ppo1.envs import is_atari
-    atari = is_atari(given.get("env_name", Config.env_name))
-    name = given.get("preset", "paper" if atari else "mujoco")
+    from ppo1.envs import is_atari, is_procgen
+    env_name = given.get("env_name", Config.env_name)
+    family = "procgen" if is_procgen(env_name) else "atari" if is_atari(env_name) else "mujoco"
+    name = given.get("preset", {"atari": "paper"}.get(family, family))
+    if (name == "procgen") != (family == "procgen"):
+        raise PPO1Error(f"--preset={name} is for procgen:<game> envs only" if name == "procgen" else
+                        f"--preset={name} is not for Procgen games; procgen:<game> envs use --preset procgen")
+    if name == "procgen":
+        return {"preset": name, **PROCGEN_PRESET}
     if name == "mujoco":
         return {"preset": name, **VECTOR_DEFAULTS}
     if name not in PRESETS:
         raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
-    if not atari:
+    if family != "atari":
         raise PPO1Error(f"--preset={name} is for Atari games; vector-observation envs use --preset mujoco")
     values = {"preset": name, **PRESETS[name]}
     if name == "fast":
@@ -143,13 +170,16 @@ class Config:
     optim_stepsize: float = setting(2.5e-4, "Adam step size at the start; annealed linearly to 0")
     optim_batchsize: int = setting(32, "minibatch samples per actor (x actors = the global minibatch)")
     adam_epsilon: float = setting(1e-5, "Adam epsilon")
+    anneal_lr: bool = setting(True,
+        "anneal the step size linearly with alpha to 0 (the paper) or keep it constant (the Procgen paper)")
     lr_warmup: int = setting(0,
         "agent steps over which the step size rises linearly from 0 to its annealed value (Adam's first "
         "steps otherwise move every weight by the full step size); 0 = off (the paper)")
     seed: int = setting(0, "random seed; each env is seeded from (seed, rank, env index)")
     model_type: str = setting("small",
-        "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN) or mlp (2x64 tanh, for "
-        "vector observations; the default there)")
+        "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN of "
+        "Espeholt et al. 2018: 3 stages of conv, max-pool and 2 residual blocks, 16/32/32 channels, fc 256; "
+        "any image observation) or mlp (2x64 tanh, for vector observations; the default there)")
     model_name: str = setting("model-ppo1-defaults",
         "name of the run: its files live in checkpoint_dir/model_name/")
     checkpoint_dir: str = setting("checkpoints", "directory holding one sub-directory per run")
@@ -168,7 +198,7 @@ class Config:
         "1 torch thread per rank and deterministic kernels, so a resumed run is bit-identical")
     preset: str = setting("paper",
         "hyperparameter family applied to every flag not given (vector-observation envs: mujoco, "
-        "baselines' run_mujoco)")
+        "baselines' run_mujoco; procgen:<game> envs: procgen, the Procgen paper's easy mode)")
     init: str = setting("normc",
         "weight initialisation: normc (baselines ppo1) or orthogonal (ppo2, CleanRL, SB3)")
     frame_norm: str = setting("scale",
@@ -179,6 +209,27 @@ class Config:
         "standardise advantages over the rank's batch (baselines ppo1) or each minibatch (ppo2)")
     max_grad_norm: float = setting(0.0,
         "clip the global gradient norm to this after averaging over ranks; 0 = off")
+    target_kl: float = setting(0.0,
+        "end the iteration's remaining epochs once the approximate KL(pi_old || pi) of a minibatch, "
+        "averaged over all ranks, exceeds this, checked before each minibatch's step (as SB3, which "
+        "stops at 1.5 x its target_kl; CleanRL checks after each epoch): a minibatch's granularity, so "
+        "one large step cannot run a whole epoch past the target; the estimator is SB3's and "
+        "CleanRL's mean((r - 1) - log r); progress.csv's epochs column says how many epochs ran; 0 = off "
+        "(the paper)")
+    clip_vloss: bool = setting(False,
+        "value loss as baselines ppo2 and CleanRL --clip-vloss: the larger of (V - R)^2 and (V_clipped "
+        "- R)^2, V_clipped = V_old + clip(V - V_old, -eps, eps) around the rollout's values at the "
+        "iteration's clip parameter eps; off = the paper's plain (V - R)^2")
+    norm_reward: bool = setting(False,
+        "divide rewards by the standard deviation of the actors' running discounted returns (all ranks' "
+        "statistics), clipped to +-10, as baselines VecNormalize and the Procgen paper; off = raw "
+        "rewards (Atari clips their sign instead)")
+    num_levels: int = setting(0,
+        "Procgen: levels to train on, from --start_level; 0 = every level. --mode play and movie play the "
+        "levels after them (unseen), or every level when 0")
+    start_level: int = setting(0, "Procgen: the first training level (the levels' seed)")
+    distribution_mode: str = setting("easy",
+        "Procgen: the games' variant: easy (the Procgen paper's easy mode), hard, extreme, memory or exploration")
     anneal_clip: bool = setting(True,
         "anneal the clip parameter linearly with alpha (the paper) or keep it constant")
     anneal_ent: bool = setting(False,
@@ -267,8 +318,13 @@ class Config:
                 f"--timesteps_per_actorbatch={self.timesteps_per_actorbatch} (both are per actor)")
         if finite("max_grad_norm") < 0.0:
             bad("max_grad_norm", ">= 0 (0 = off)")
+        if finite("target_kl") < 0.0:
+            bad("target_kl", ">= 0 (0 = off)")
         if not isinstance(self.lr_warmup, int) or self.lr_warmup < 0:
             bad("lr_warmup", "a whole number >= 0 (0 = off)")
+        for name in ("num_levels", "start_level"):
+            if not isinstance(getattr(self, name), int) or not 0 <= getattr(self, name) < 2**31:
+                bad(name, "a whole number >= 0")
 
     def _validate_choices(self) -> None:
         bad, finite = self._bad, self._finite
@@ -278,10 +334,12 @@ class Config:
             bad("frame_norm", f"one of {', '.join(FRAME_NORMS)}")
         if self.frame_norm != "scale" and self.model_type == "mlp":
             bad("frame_norm", "scale with --model_type mlp (its observations have their own running mean/std)")
+        if self.distribution_mode not in DISTRIBUTION_MODES:
+            bad("distribution_mode", f"one of {', '.join(DISTRIBUTION_MODES)}")
         if self.adv_norm not in ADV_NORMS:
             bad("adv_norm", f"one of {', '.join(ADV_NORMS)}")
-        if self.preset not in PRESETS and self.preset != "mujoco":
-            bad("preset", f"one of {', '.join(PRESETS)}")
+        if self.preset not in PRESETS and self.preset not in ("mujoco", "procgen"):
+            bad("preset", f"one of {', '.join(PRESETS)}, procgen")
         for f in dataclasses.fields(self):  # every on/off setting
             if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
                 bad(f.name, "true or false")

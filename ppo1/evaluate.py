@@ -19,7 +19,8 @@ from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
 from ppo1.distributed import Comm
-from ppo1.envs import AtariEnv, Episode, GymEnv, is_atari, make_eval_env
+from ppo1.envs import (PROCGEN_SHAPE, AtariEnv, Episode, GymEnv, ProcgenEnv, ProcgenLevels, is_atari, is_procgen,
+                       make_eval_env)
 from ppo1.policies import ActorCritic, build
 
 # Flags that play and movie take from the command line; every other setting is the checkpoint's.
@@ -85,7 +86,8 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
         policy = build(saved.model_type, env.action_space, env.obs_shape)
         env.close()
     else:
-        policy = build(saved.model_type, state.num_actions, frame_norm=saved.frame_norm)
+        shape = PROCGEN_SHAPE if is_procgen(saved.env_name) else (4, 84, 84)
+        policy = build(saved.model_type, state.num_actions, shape, frame_norm=saved.frame_norm)
     policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
     configure(device, config.deterministic)
     policy.to(device).eval()
@@ -154,10 +156,16 @@ class _FrameTap:
         return reward
 
 
-def open_game(env_name: str, seed: np.random.SeedSequence) -> tuple[Any, np.ndarray | None, tuple[int, int], int]:
+def open_game(env_name: str, seed: np.random.SeedSequence, levels: ProcgenLevels | None = None
+              ) -> tuple[Any, np.ndarray | None, tuple[int, int], int]:
     """An env for stream_game: (env, its first observation or None if stream_game resets it,
     (height, width) of its frames, frames per second). Atari: every emulator frame, raw RGB 210x160
-    at 60 fps; vector-observation envs: their own renderer, one frame per agent step."""
+    at 60 fps; Procgen (on `levels`): the 64x64 frames the agent sees, 15 fps; vector-observation
+    envs: their own renderer, one frame per agent step."""
+    if is_procgen(env_name):
+        env = ProcgenEnv(env_name, seed, levels)
+        obs = env.reset()
+        return env, obs, env.rgb().shape[:2], env.fps
     if is_atari(env_name):
         env = AtariEnv(env_name, seed, training=False)
         return env, None, tuple(env.ale.getScreenDims()), FPS

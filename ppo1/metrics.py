@@ -24,7 +24,7 @@ from ppo1.safeio import AppendFile
 PROGRESS_COLUMNS = (
     "iteration", "timesteps", "episodes", "ep_return_mean", "ep_length_mean", "pol_loss", "vf_loss",
     "entropy", "approx_kl", "clipfrac", "explained_variance", "clip_param", "stepsize", "sps",
-    "time_elapsed", "time_env", "time_inference", "time_update", "time_comm")
+    "time_elapsed", "time_env", "time_inference", "time_update", "time_comm", "epochs")
 
 TIMERS = ("env", "inference", "update", "comm")  # Profile names: progress.csv's time_<name> columns
 
@@ -90,7 +90,8 @@ _CONSOLE = (
     ("iteration", "iter", 7, "d"), ("timesteps", "steps", 10, "d"), ("episodes", "games", 6, "d"),
     ("ep_return_mean", "ret100", 8, ".2f"), ("ep_length_mean", "len100", 7, ".0f"),
     ("pol_loss", "pi_loss", 8, ".4f"), ("vf_loss", "vf_loss", 8, ".4f"), ("entropy", "entropy", 7, ".3f"),
-    ("approx_kl", "kl", 8, ".5f"), ("clipfrac", "clipfr", 6, ".3f"), ("explained_variance", "ev", 6, ".3f"),
+    ("approx_kl", "kl", 8, ".5f"), ("clipfrac", "clipfr", 6, ".3f"), ("epochs", "epochs", 6, ".2f"),
+    ("explained_variance", "ev", 6, ".3f"),
     ("clip_param", "eps", 6, ".4f"), ("stepsize", "lr", 8, ".2e"), ("sps", "sps", 6, ".0f"),
     ("time_elapsed", "time", 7, ".0f"))
 
@@ -142,6 +143,7 @@ class ProgressLog:
     def __init__(self, run_dir: str, out: TextIO | None = None, total_steps: int = 0, start_step: int = 0,
                  tensorboard: bool = True):
         self.out = out or sys.stdout
+        self._bar_shown = False
         with contextlib.suppress(OSError):  # checked writable before; a failure shows at the first write
             os.makedirs(run_dir, exist_ok=True)
         self.path = os.path.join(run_dir, "progress.csv")
@@ -151,6 +153,7 @@ class ProgressLog:
         self._rows = 0
         self._csv = AppendFile(self.path, _csv_line(PROGRESS_COLUMNS), warn=self.note)
         self._csv.drop_torn_record()  # a kill or power loss in an earlier run's append
+        upgrade_header(self.path, PROGRESS_COLUMNS, warn=self.note)  # columns added since (epochs)
         self._csv.append(b"")  # the header, now
         self._tb = EventFile(run_dir, start_step, warn=self.note) if tensorboard else None
         if self._tb is not None:
@@ -195,6 +198,36 @@ class ProgressLog:
         if self._bar_shown:
             self._print(flush=True)
             self._bar_shown = False
+
+
+def upgrade_header(path: str, columns: tuple[str, ...], warn: Callable[[str], None] | None = None) -> bool:
+    """A progress.csv of an older ppo1, whose header is a strict prefix of `columns` (a column added
+    since at the end: `epochs`), gets the current header, its old rows an empty value in each new
+    column, so a resumed run appends rows that match the header. Written to a temp file and renamed
+    into place; a file that cannot be read or rewritten is left as it is (`warn` says so). Returns
+    whether the file was rewritten."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False  # none yet (the usual case), or not ours to fix: appends go on as before
+    if not rows or not (len(rows[0]) < len(columns) and tuple(rows[0]) == columns[:len(rows[0])]):
+        return False
+    pad = [""] * (len(columns) - len(rows[0]))
+    tmp = f"{path}.upgrade-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(_csv_line(columns) + b"".join(_csv_line(row + pad) for row in rows[1:]))
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if warn:
+            from ppo1.safeio import cause
+            warn(f"ppo1: warning: cannot add the new columns to {path}: {cause(e)}; its new rows have "
+                 f"{len(pad)} more field(s) than its header")
+        return False
+    return True
 
 
 def _isatty(stream: TextIO) -> bool:

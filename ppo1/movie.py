@@ -9,6 +9,7 @@ import numpy as np
 from ppo1 import PPO1Error
 from ppo1.config import Config
 from ppo1.distributed import Comm
+from ppo1.envs import ProcgenLevels
 from ppo1.evaluate import load_trained
 from ppo1.safeio import cause, ensure_writable_dir
 from ppo1.video import VIDEO_STREAM, Recording, describe, record_game
@@ -33,14 +34,15 @@ def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: boo
     if not comm.is_root:
         return None
     cfg = trained.config
-    game = cfg.env_name.replace("/", "-")
+    game = cfg.env_name.replace("/", "-").replace(":", "-")
     stem = os.path.join(cfg.asset_dir, cfg.model_name,
                         f"{game}_iter{trained.iteration}_{trained.timesteps}steps{'_greedy' if greedy else ''}")
     out(f"ppo1: recording {cfg.env_name} with {trained.describe()}"
         f"{f', at most {max_frames} frames' if max_frames else ', one whole game'}")
     seed = np.random.SeedSequence([cfg.seed, VIDEO_STREAM, trained.iteration])
     try:
-        rec = record_game(trained.policy, cfg.env_name, seed, stem, greedy=greedy, max_frames=max_frames, gif=gif)
+        rec = record_game(trained.policy, cfg.env_name, seed, stem, greedy=greedy, max_frames=max_frames, gif=gif,
+                          levels=ProcgenLevels.unseen(cfg))
     except OSError as e:
         raise PPO1Error(f"cannot write the video {stem}_*.mp4: {cause(e)}") from None
     out(f"ppo1: {describe(rec)}")

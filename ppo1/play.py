@@ -15,7 +15,7 @@ import numpy as np
 from ppo1 import PPO1Error
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import Episode, make_eval_env
+from ppo1.envs import Episode, ProcgenLevels, is_procgen, make_eval_env
 from ppo1.evaluate import fmt_score, generator_for, load_trained, play_games
 
 # Seed streams of evaluation games, apart from the training envs' (seed, rank, env index) streams.
@@ -69,6 +69,17 @@ def summary(games: list[Episode]) -> str:
             f"max {fmt_score(rets.max())}), length {lens.mean():.0f} ± {lens.std():.0f} agent steps")
 
 
+def levels_text(cfg: Config) -> str:
+    """Which Procgen levels are played (those after the training levels); '' for other envs."""
+    if not is_procgen(cfg.env_name):
+        return ""
+    levels = ProcgenLevels.unseen(cfg)
+    if cfg.num_levels == 0:
+        return f" ({levels.distribution_mode} mode, every level, as trained)"
+    return (f" ({levels.distribution_mode} mode, unseen levels: from {levels.start_level} on; trained on "
+            f"{cfg.start_level}..{cfg.start_level + cfg.num_levels - 1})")
+
+
 def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = False,
          render: bool = False, out: Callable[[str], None] = print) -> list[Episode] | None:
     """Play `episodes` whole games with the newest checkpoint, split over the ranks.
@@ -83,8 +94,8 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
     render_mode = None
     if comm.is_root:
         kind = "greedy (argmax)" if greedy else "sampled"
-        out(f"ppo1: playing {episodes} games of {cfg.env_name} on {comm.size} rank(s), {kind} actions, "
-            f"checkpoint {trained.describe()}")
+        out(f"ppo1: playing {episodes} games of {cfg.env_name}{levels_text(cfg)} on {comm.size} rank(s), {kind} "
+            f"actions, checkpoint {trained.describe()}")
         if render and display_available():
             render_mode = "human"
             os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # no sound: no audio errors without a sound card
@@ -97,7 +108,8 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
     env_seed, torch_seed = seed.spawn(2)
     error, env = None, None
     try:
-        env = make_eval_env(cfg.env_name, env_seed, render_mode=render_mode)
+        env = make_eval_env(cfg.env_name, env_seed, render_mode=render_mode,
+                            levels=ProcgenLevels.unseen(cfg))  # Procgen: levels not trained on
         if env.num_actions != trained.policy.num_actions:
             raise PPO1Error(f"checkpoint {trained.path} has {trained.policy.num_actions} actions, "
                             f"{cfg.env_name} has {env.num_actions}")

@@ -1,7 +1,8 @@
 """The policies of baselines' ppo1.
 
 `small` (the PPO paper's CNN, as A3C) and `large` (Nature DQN) of `cnn_policy` map uint8 frames
-(B, 4, 84, 84) to categorical logits (B, A) and a value (B,); frames are scaled to [0, 1] inside the
+(B, 4, 84, 84) to categorical logits (B, A) and a value (B,), and so does `impala` (the IMPALA CNN,
+Espeholt et al. 2018) for any image (B, C, H, W), e.g. Procgen's (B, 3, 64, 64); frames are scaled to [0, 1] inside the
 model (with `--frame_norm center`, less the running per-pixel mean the model keeps), so rollouts store
 uint8. `mlp` (baselines' `mlp_policy`) maps vector observations (B, D),
 normalised by a running mean/std kept identical on all ranks, through separate 2x64 tanh networks to
@@ -29,8 +30,8 @@ def normc_(weight: torch.Tensor, std: float = 1.0) -> torch.Tensor:
     return weight
 
 
-def _conv(c_in: int, c_out: int, k: int, s: int) -> nn.Conv2d:
-    conv = nn.Conv2d(c_in, c_out, k, s)
+def _conv(c_in: int, c_out: int, k: int, s: int, padding: int = 0) -> nn.Conv2d:
+    conv = nn.Conv2d(c_in, c_out, k, s, padding)
     nn.init.xavier_uniform_(conv.weight)
     nn.init.zeros_(conv.bias)
     return conv
@@ -79,6 +80,39 @@ class ActorCritic(nn.Module):
         return action, dist.log_prob(action), value
 
 
+class ResidualBlock(nn.Module):
+    """IMPALA's residual block: x + conv3x3(relu(conv3x3(relu(x)))), channels and size kept."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.conv0 = _conv(channels, channels, 3, 1, padding=1)
+        self.conv1 = _conv(channels, channels, 3, 1, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x (B, C, H, W) -> (B, C, H, W)."""
+        return x + self.conv1(torch.relu(self.conv0(torch.relu(x))))
+
+
+def impala_stage(c_in: int, c_out: int) -> nn.Sequential:
+    """One stage of the IMPALA CNN: conv 3x3 (padding 1) -> max-pool 3x3 stride 2 (padding 1) -> two
+    residual blocks. (B, c_in, H, W) -> (B, c_out, ceil(H / 2), ceil(W / 2))."""
+    return nn.Sequential(_conv(c_in, c_out, 3, 1, padding=1), nn.MaxPool2d(3, 2, padding=1),
+                         ResidualBlock(c_out), ResidualBlock(c_out))
+
+
+def impala_torso(in_shape: tuple[int, int, int], channels: tuple[int, ...] = (16, 32, 32),
+                 hidden: int = 256) -> nn.Sequential:
+    """The IMPALA CNN (Espeholt et al., 2018, Figure 3, right; the Procgen paper's network): one stage
+    per entry of `channels`, then ReLU, flatten, fc `hidden` + ReLU. in_shape (C, H, W): (4, 84, 84)
+    -> 32 x 11 x 11 features before the fc; (3, 64, 64) -> 32 x 8 x 8."""
+    c, h, w = in_shape
+    stages = []
+    for c_out in channels:
+        stages.append(impala_stage(c, c_out))
+        c, h, w = c_out, (h + 1) // 2, (w + 1) // 2  # max-pool 3x3 / 2, padding 1: ceil(size / 2)
+    return nn.Sequential(*stages, nn.ReLU(), nn.Flatten(), _linear(c * h * w, hidden, 1.0), nn.ReLU())
+
+
 def orthogonal_init_(module: nn.Module, head_gains: dict[nn.Module, float]) -> None:
     """ppo2 / CleanRL / SB3 initialisation: orthogonal weights (gain sqrt 2 for hidden layers, the given
     gain for each head), zero biases."""
@@ -92,14 +126,25 @@ class CnnPolicy(ActorCritic):
     """Actor-critic CNN with a shared torso, a categorical policy head and a value head.
 
     init: `normc` (baselines ppo1: Glorot-uniform convs, normc linears) or `orthogonal` (ppo2, CleanRL).
+    obs_shape (C, H, W): (4, 84, 84) is Atari's stack of four grayscale frames, the only input of
+    `small` and `large`; `impala` takes any image, e.g. Procgen's one RGB frame (3, 64, 64).
     """
 
     def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4, init: str = "normc",
-                 frame_norm: str = "scale"):
+                 frame_norm: str = "scale", obs_shape: tuple[int, int, int] | None = None):
         super().__init__()
-        if frame_norm == "center":  # --frame_norm center: the running per-pixel mean of the frames
-            self.frame_rms = RunningMeanStd((84, 84))
-        if model_type == "small":   # Mnih et al. 2016 (A3C), used by the PPO paper
+        obs_shape = tuple(obs_shape or (in_channels, 84, 84))
+        in_channels = obs_shape[0]
+        # --frame_norm center: the running per-pixel mean of the frames. A stack of 4 frames keeps one
+        # mean frame (H, W), updated from each observation's newest frame; any other image is one frame,
+        # its mean (C, H, W) per pixel and channel.
+        self.stacked = in_channels == 4
+        if frame_norm == "center":
+            self.frame_rms = RunningMeanStd(obs_shape[1:] if self.stacked else obs_shape)
+        if model_type == "impala":  # Espeholt et al. 2018 (IMPALA), the Procgen paper's network
+            self.torso = impala_torso(obs_shape)
+            hidden = 256
+        elif model_type == "small":   # Mnih et al. 2016 (A3C), used by the PPO paper
             self.torso = nn.Sequential(
                 _conv(in_channels, 16, 8, 4), nn.ReLU(),
                 _conv(16, 32, 4, 2), nn.ReLU(), nn.Flatten(),
@@ -113,7 +158,7 @@ class CnnPolicy(ActorCritic):
                 _linear(64 * 7 * 7, 512, 1.0), nn.ReLU())
             hidden = 512
         else:
-            raise PPO1Error(f"--model_type={model_type!r} is invalid: must be small or large")
+            raise PPO1Error(f"--model_type={model_type!r} is invalid: must be small, large or impala")
         self.model_type = model_type
         self.num_actions = num_actions
         self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16 (see forward)
@@ -123,7 +168,7 @@ class CnnPolicy(ActorCritic):
             orthogonal_init_(self, {self.pi: 0.01, self.vf: 1.0})
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """obs (B, 4, 84, 84) uint8 -> (logits (B, A) float32, value (B,) float32)."""
+        """obs (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) -> (logits (B, A) float32, value (B,) float32)."""
         x = self.torso_input(obs)
         if self.autocast_dtype is not None and torch.is_grad_enabled():
             # --precision bf16, in the update only (the rollouts run without gradients: in fp32, as
@@ -138,7 +183,7 @@ class CnnPolicy(ActorCritic):
         return self.pi(h), self.vf(h).squeeze(-1)
 
     def torso_input(self, obs: torch.Tensor) -> torch.Tensor:
-        """uint8 frames (B, 4, 84, 84) -> what the torso reads: float32 in [0, 1] (`scale`), less the
+        """uint8 frames (B, C, H, W) -> what the torso reads: float32 in [0, 1] (`scale`), less the
         running per-pixel mean / 255 (`center`).
 
         On the CPU the frames enter the convolutions channels-last (NHWC in memory, same values and
@@ -149,7 +194,7 @@ class CnnPolicy(ActorCritic):
             obs = obs.contiguous(memory_format=torch.channels_last)
         x = obs.float()
         if hasattr(self, "frame_rms"):
-            x.sub_(self.frame_rms.mean().float())  # (84, 84) over the batch and the 4 frames; in place
+            x.sub_(self.frame_rms.mean().float())  # (84, 84) over the batch and the 4 frames (or (C, H, W)); in place
             # keeps channels-last (an out-of-place subtraction returned NCHW: 39 -> 67 ms per update batch)
         return x.div_(255.0)
 
@@ -158,9 +203,10 @@ class CnnPolicy(ActorCritic):
 
     def observe(self, obs: np.ndarray, allreduce_sum=None) -> None:
         """--frame_norm center: the newest frame of each observation (..., 4, 84, 84) into the running
-        mean (each frame is the newest of one observation, so every frame counts once)."""
+        mean (each frame is the newest of one observation, so every frame counts once); an unstacked
+        image (..., C, H, W) counts whole."""
         if hasattr(self, "frame_rms"):
-            self.frame_rms.update(obs[..., -1, :, :], allreduce_sum)
+            self.frame_rms.update(obs[..., -1, :, :] if self.stacked else obs, allreduce_sum)
 
 
 
@@ -249,6 +295,9 @@ def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84
         return MlpPolicy(obs_shape[0], action_space)
     if model_type in ("small", "large") and tuple(obs_shape) != (4, 84, 84):
         raise PPO1Error(f"--model_type={model_type} needs Atari frames, not observations of shape {obs_shape}; "
+                        "use --model_type impala (any image) or mlp (vectors)")
+    if model_type == "impala" and (len(obs_shape) != 3 or min(obs_shape) < 1):
+        raise PPO1Error(f"--model_type=impala needs image observations (C, H, W), not shape {obs_shape}; "
                         "use --model_type mlp")
     num_actions = action_space if isinstance(action_space, int) else int(action_space.n)
-    return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm)
+    return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape))

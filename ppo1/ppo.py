@@ -41,22 +41,50 @@ def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Ten
     return -torch.min(surr1, surr2).mean(), clipfrac
 
 
+def value_loss(values: torch.Tensor, returns: torch.Tensor, old_values: torch.Tensor | None = None,
+               clip: float = 0.0) -> torch.Tensor:
+    """The value error E[(V - V^targ)^2] (the paper's L^VF), or with `old_values` (the rollout's V_old)
+    the clipped one of baselines ppo2 and CleanRL --clip-vloss:
+
+        E[max((V - V^targ)^2, (V_old + clip(V - V_old, -clip, clip) - V^targ)^2)]
+
+    the pessimistic of the two, so V gains nothing from moving more than `clip` from V_old.
+    values, returns, old_values (B,). (ppo2 halves it; here c1 scales it, as for the plain error.)
+    """
+    unclipped = (values - returns).pow(2)
+    if old_values is None:
+        return unclipped.mean()
+    v_clipped = old_values + torch.clamp(values - old_values, -clip, clip)
+    return torch.max(unclipped, (v_clipped - returns).pow(2)).mean()
+
+
+def approx_kl_k3(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
+    """KL(pi_old || pi) estimated as E[(r - 1) - log r], r = pi / pi_old (Schulman's k3: unbiased and
+    never negative; SB3's and CleanRL's target_kl estimator). logp, old_logp (B,) -> scalar (float32).
+
+    Formed as expm1(log r) - log r in float64: exp(log r) - 1 - log r in float32 is rounding noise
+    (about 1e-7, either sign) for the small ratios of the first minibatches."""
+    log_ratio = (logp - old_logp).double()
+    return (torch.expm1(log_ratio) - log_ratio).mean().float()
+
+
 def ppo_loss(dist: Distribution, values: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
              adv: torch.Tensor, returns: torch.Tensor, clip: float, vf_coef: float,
-             ent_coef: float) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+             ent_coef: float, old_values: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The paper's eq. (9) as a loss: L^CLIP + c1 * (V - V^targ)^2 - c2 * entropy (baselines pposgd_simple).
 
-    dist: pi(.|s) over B states; values (B,), actions (B, ...), old_logp (B,), adv (B,), returns (B,).
-    Returns (total loss, dict of detached statistics).
+    dist: pi(.|s) over B states; values (B,), actions (B, ...), old_logp (B,), adv (B,), returns (B,);
+    old_values (B,): the rollout's values, for the clipped value loss (--clip_vloss; None: plain).
+    Returns (total loss, dict of detached statistics: STAT_KEYS and kl_k3, the target-KL estimator).
     """
     logp = dist.log_prob(actions)
     pol_loss, clipfrac = clipped_surrogate(logp, old_logp, adv, clip)
-    vf_loss = (values - returns).pow(2).mean()
+    vf_loss = value_loss(values, returns, old_values, clip)
     entropy = dist.entropy().mean()
     total = pol_loss + vf_coef * vf_loss - ent_coef * entropy
     approx_kl = (old_logp - logp).mean()
     stats = {"pol_loss": pol_loss, "vf_loss": vf_loss, "entropy": entropy,
-             "approx_kl": approx_kl, "clipfrac": clipfrac}
+             "approx_kl": approx_kl, "clipfrac": clipfrac, "kl_k3": approx_kl_k3(logp, old_logp)}
     return total, {k: v.detach() for k, v in stats.items()}
 
 
@@ -79,58 +107,80 @@ class Hyper:
     """One iteration's update settings: the annealed clip and step size, and the fixed rest."""
 
     clip: float                 # epsilon x alpha (or epsilon, without annealing)
-    lr: float                   # Adam step size x alpha (x the warm-up factor, with --lr_warmup)
+    lr: float                   # Adam step size x alpha (without --anneal_lr: x 1) (x the warm-up factor, with --lr_warmup)
     epochs: int
     minibatch: int              # samples per minibatch on this rank (optim_batchsize x envs per rank)
     vf_coef: float              # c1
     ent_coef: float             # c2 (x alpha with --anneal_ent)
     adv_norm: str = "batch"     # "batch": standardised over the rank's batch before; "minibatch": in each
     max_grad_norm: float = 0.0  # > 0: clip the global gradient norm (after averaging over ranks)
+    target_kl: float = 0.0      # > 0: stop the epochs once the ranks' mean KL of a minibatch exceeds it
+    clip_vloss: bool = False    # clip V around the rollout's values at `clip` (ppo2); False: plain error
 
     @classmethod
     def at(cls, config, alpha: float, envs_per_rank: int, warmup: float = 1.0) -> "Hyper":
         """The settings of a Config at annealing factor alpha (and step-size warm-up factor `warmup`)."""
-        return cls(clip=config.clip_param(alpha), lr=config.optim_stepsize * alpha * warmup,
+        return cls(clip=config.clip_param(alpha), lr=config.optim_stepsize * (alpha if config.anneal_lr else 1.0) * warmup,
                    epochs=config.optim_epochs,
                    minibatch=config.optim_batchsize * envs_per_rank, vf_coef=config.vf_coef,
-                   ent_coef=config.ent_coef_at(alpha), adv_norm=config.adv_norm, max_grad_norm=config.max_grad_norm)
+                   ent_coef=config.ent_coef_at(alpha), adv_norm=config.adv_norm, max_grad_norm=config.max_grad_norm,
+                   target_kl=config.target_kl, clip_vloss=config.clip_vloss)
 
     def record(self, log) -> None:
         """The annealed settings, into a metrics.Recorder (progress.csv: clip_param, stepsize)."""
         log.record(clip_param=self.clip, stepsize=self.lr)
 
 
+def kl_exceeded(mean_kl: float, target_kl: float) -> bool:
+    """Whether the epochs stop: a target is set (> 0) and the ranks' mean KL is above it."""
+    return target_kl > 0 and mean_kl > target_kl
+
+
 def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm, batch: "Batch", hp: Hyper,
            dist_fn: Callable | None = None) -> dict[str, float]:
     """`hp.epochs` passes over the rank's batch in shuffled minibatches of `hp.minibatch` samples.
 
-    Each minibatch: loss -> backward -> gradients averaged over ranks -> (global norm clipped to
-    `max_grad_norm` if > 0) -> Adam step with step size `lr`. Advantages are standardised over the
-    rank's batch (`adv_norm="batch"`, baselines ppo1: done by Segment.batch) or over each minibatch
-    ("minibatch", ppo2). `dist_fn(obs) -> (distribution, values)` replaces `policy.dist` for the
-    forward pass (the `--compile`d one).
-    Returns the mean of each statistic over all minibatches of this rank.
+    Each minibatch: loss -> (with `target_kl`: its KL averaged over ranks; above the target, the
+    epochs end here, without this step) -> backward -> gradients averaged over ranks -> (global norm
+    clipped to `max_grad_norm` if > 0) -> Adam step with step size `lr`. Every rank takes the stop
+    decision from the same averaged KL, at the same minibatch, so the ranks' allreduces stay matched
+    and their parameters identical. Advantages are standardised over the rank's batch
+    (`adv_norm="batch"`, baselines ppo1: done by Segment.batch) or over each minibatch ("minibatch",
+    ppo2). `dist_fn(obs) -> (distribution, values)` replaces `policy.dist` for the forward pass (the
+    `--compile`d one).
+    Returns the mean of each statistic over all minibatches of this rank whose loss was computed, and
+    `epochs`: the epochs run, counted in minibatch steps (2.5 = stopped halfway through the third).
     """
     for group in optimizer.param_groups:
         group["lr"] = hp.lr
     params = [p for p in policy.parameters()]
     dist_fn = dist_fn or policy.dist
     totals = torch.zeros(len(STAT_KEYS), device=batch.obs.device)
-    count = 0
+    count, steps, per_epoch = 0, 0, -(-len(batch) // hp.minibatch)
     for _ in range(hp.epochs):
+        stop = False
         for mb in batch.minibatches(hp.minibatch):
             a = mb.adv
             if hp.adv_norm == "minibatch":
                 a = (a - a.mean()) / (a.std() + 1e-8)
             dist, values = dist_fn(mb.obs)
             loss, stats = ppo_loss(dist, values, mb.actions, mb.logp, a, mb.returns, hp.clip, hp.vf_coef,
-                                   hp.ent_coef)
+                                   hp.ent_coef, old_values=mb.values if hp.clip_vloss else None)
+            totals += torch.stack([stats[k] for k in STAT_KEYS])
+            count += 1
+            if hp.target_kl > 0:  # one scalar allreduce: the same decision on every rank
+                stop = kl_exceeded(float(comm.mean(np.array([stats["kl_k3"].item()]))[0]), hp.target_kl)
+                if stop:
+                    break
             optimizer.zero_grad(set_to_none=False)
             loss.backward()
             comm.average_gradients(params)
             if hp.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(params, hp.max_grad_norm)
             optimizer.step()
-            totals += torch.stack([stats[k] for k in STAT_KEYS])
-            count += 1
-    return dict(zip(STAT_KEYS, (totals / count).tolist()))
+            steps += 1
+        if stop:
+            break
+    means = dict(zip(STAT_KEYS, (totals / count).tolist()))
+    means["epochs"] = steps / per_epoch
+    return means

@@ -18,7 +18,8 @@ from ppo1.ppo import standardize
 class Batch:
     """A rank's samples of one iteration, flattened (N = T x k), on the policy's device.
 
-    obs (N, 4, 84, 84) uint8 or (N, D) float32; actions (N,) or (N, A); logp, adv, returns (N,).
+    obs (N, 4, 84, 84) uint8 or (N, D) float32; actions (N,) or (N, A); logp, adv, returns (N,);
+    values (N,): V_old, the rollout's values (for --clip_vloss; None where not kept).
     `rng` is the rank's generator that shuffles them (its state is checkpointed: a resumed run
     draws the same minibatches).
     """
@@ -29,6 +30,7 @@ class Batch:
     adv: torch.Tensor
     returns: torch.Tensor
     rng: np.random.Generator
+    values: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.obs.shape[0]
@@ -39,7 +41,8 @@ class Batch:
         perm = torch.from_numpy(self.rng.permutation(len(self))).to(self.obs.device)
         for start in range(0, len(self), size):
             idx = perm[start:start + size]
-            yield Batch(self.obs[idx], self.actions[idx], self.logp[idx], self.adv[idx], self.returns[idx], self.rng)
+            yield Batch(self.obs[idx], self.actions[idx], self.logp[idx], self.adv[idx], self.returns[idx], self.rng,
+                        None if self.values is None else self.values[idx])
 
 
 @dataclasses.dataclass
@@ -66,7 +69,7 @@ class Segment:
         def flat(x: np.ndarray) -> torch.Tensor:
             return torch.from_numpy(x.reshape(n, *x.shape[2:])).to(device)
         return Batch(flat(self.obs), flat(self.actions), flat(self.logp), flat(standardize(adv) if standardize_adv else adv),
-                     flat(self.returns), rng)
+                     flat(self.returns), rng, flat(self.values))
 
 
 class Collector:

@@ -15,12 +15,12 @@ import torch
 
 from ppo1 import PPO1Error, checkpoint, runlock
 from ppo1 import device as devices
-from ppo1.advantages import gae
+from ppo1.advantages import RewardNormalizer, gae
 from ppo1.bounds import check_batch_memory
 from ppo1.checkpoint import RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import make_vec_env
+from ppo1.envs import ProcgenLevels, make_vec_env
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
 from ppo1.ppo import Hyper, explained_variance, linear_alpha, update, warmup_factor
@@ -125,6 +125,9 @@ class Trainer:
                 hp = Hyper.at(cfg, linear_alpha(t, cfg.env_steps), cfg.envs_per_rank,   # the step size warms
                               warmup_factor(t + cfg.steps_per_iteration(comm.size), cfg.lr_warmup))  # up to its batch's end
                 seg = self.collector.collect()                                   # T x k steps
+                if self.reward_norm is not None:                                 # --norm_reward
+                    wd.phase = "reward statistics allreduce"
+                    seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, comm.sum)
                 seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
                                                   cfg.gamma, cfg.lam)            # GAE(lambda), TD(lambda)
                 stats = self.update(seg, hp)                                     # epochs x minibatches
@@ -157,11 +160,13 @@ class Trainer:
             error = e
         comm.agree(error)
         try:
-            self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank)
+            self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank,
+                                     ProcgenLevels.training(cfg))  # Procgen: the training levels
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
                                self.venv.obs.itemsize, comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
                                 init=cfg.init, frame_norm=cfg.frame_norm).to(self.device)
+            self.reward_norm = RewardNormalizer(cfg.envs_per_rank, cfg.gamma) if cfg.norm_reward else None
             if cfg.precision == "bf16":
                 self.policy.autocast_dtype = torch.bfloat16
             self.optimizer = devices.make_adam(self.policy.parameters(), self.device, cfg.optim_stepsize,
@@ -208,8 +213,13 @@ class Trainer:
         self.optimizer.load_state_dict(saved.optimizer)
         self.state.iteration, self.state.timesteps, self.state.episodes = saved.iteration, saved.timesteps, saved.episodes
         self.state.recent.extend(saved.recent)
+        if self.reward_norm is not None and saved.reward_norm is not None:
+            self.reward_norm.load_state_dict(saved.reward_norm)
         if saved.n_ranks == self.comm.size:
             restored = saved.rank(self.comm.rank).restore(self.rng, self.venv, self.device)
+            ret = saved.rank(self.comm.rank).reward_ret
+            if self.reward_norm is not None and ret is not None:
+                self.reward_norm.ret[:] = ret.numpy()
             return obs if restored is None else restored
         self.log(f"ppo1: the checkpoint ran on {saved.n_ranks} ranks, this run on {self.comm.size} (same "
                  f"{self.n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
@@ -308,12 +318,15 @@ class Trainer:
         """Collective: rank 0 writes a checkpoint of every rank's state. Returns the error, if any."""
         comm, state = self.comm, self.state
         self.wd.phase = "checkpoint gather"
-        ranks = comm.gather(RankState.capture(self.rng, self.venv, self.device).to_dict())
+        norm = self.reward_norm  # --norm_reward: its statistics (rank 0's = every rank's) and each rank's returns
+        ranks = comm.gather(RankState.capture(self.rng, self.venv, self.device,
+                                              None if norm is None else norm.ret).to_dict())
         problem = None
         if comm.is_root:
             snapshot = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()),
                                            optimizer=devices.to_cpu(self.optimizer.state_dict()),
-                                           n_ranks=comm.size, ranks=ranks)
+                                           n_ranks=comm.size, ranks=ranks,
+                                           reward_norm=norm.state_dict() if norm is not None else None)
             try:
                 checkpoint.save(self.config.run_dir, snapshot, self.config, keep=self.config.keep_checkpoints)
             except checkpoint.CheckpointWriteError as e:

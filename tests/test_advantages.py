@@ -60,3 +60,34 @@ def test_lambda_one_gives_discounted_monte_carlo_returns():
     v = np.array([[9.0], [-4.0], [0.5]], np.float32)
     _, ret = gae(r, v, np.zeros((3, 1), bool), np.array([10.0], np.float32), 0.5, 1.0)
     np.testing.assert_allclose(ret[:, 0], [1 + 0.5 * 2 + 0.25 * 3 + 0.125 * 10, 2 + 0.5 * 3 + 0.25 * 10, 3 + 5.0])
+
+
+def test_running_returns_discount_each_actor_and_restart_after_an_episode_end():
+    from ppo1.advantages import running_returns
+    rewards = np.array([[1.0, 0.0], [2.0, 1.0], [0.0, 1.0]], np.float32)
+    dones = np.array([[False, False], [True, False], [False, False]])
+    ret = np.array([4.0, 0.0])
+    g = running_returns(rewards, dones, ret, gamma=0.5)
+    # actor 0: 0.5*4 + 1 = 3; 0.5*3 + 2 = 3.5 (the episode ends); 0 + 0 = 0
+    # actor 1: 0; 0 + 1 = 1; 0.5*1 + 1 = 1.5
+    np.testing.assert_allclose(g, [[3.0, 0.0], [3.5, 1.0], [0.0, 1.5]])
+    np.testing.assert_allclose(ret, [0.0, 1.5])  # carried into the next segment
+
+
+def test_reward_normalizer_divides_by_the_std_of_the_returns_summed_over_ranks_and_clips():
+    from ppo1.advantages import RewardNormalizer
+    norm = RewardNormalizer(1, gamma=1.0, clip=10.0)
+    rewards = np.array([[2.0], [2.0]], np.float32)  # G = 2, 4: mean 3, Var 1 (the prior's count 1e-4 aside)
+    scaled = norm(rewards, np.zeros((2, 1), bool))
+    np.testing.assert_allclose(scaled, [[2.0], [2.0]], rtol=1e-3)
+    # another rank's returns 0 and 8 as well (Comm.sum): G = 2, 4, 0, 8: mean 3.5, Var (4+16+0+64)/4 - 12.25 = 8.75
+    other = RewardNormalizer(1, gamma=1.0)
+    summed = other(rewards, np.zeros((2, 1), bool), allreduce_sum=lambda x: x + np.array([8.0, 64.0, 2.0]))
+    np.testing.assert_allclose(summed, rewards / np.sqrt(8.75), rtol=1e-3)
+    settled = RewardNormalizer(1, gamma=1.0)
+    settled.stats = np.array([0.0, 1e6, 1e6])       # a million returns of mean 0 and Var 1 so far
+    assert settled(np.array([[50.0], [-3.0]], np.float32), np.ones((2, 1), bool)).ravel().tolist() == pytest.approx(
+        [10.0, -3.0], rel=1e-2)                      # 50 std is clipped to 10
+    restored = RewardNormalizer(1, gamma=1.0)
+    restored.load_state_dict(other.state_dict())
+    assert restored.std() == other.std()

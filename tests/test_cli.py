@@ -128,3 +128,43 @@ def test_preset_fills_the_flags_not_given_is_recorded_and_cannot_change_on_resum
     assert saved.optim_epochs == 1 and saved.timesteps_per_actorbatch == 128  # flags given win over the preset
     r = run_cli(["--preset", "fast", "--checkpoint_dir", str(tmp_path), "--model_name", "pre"], timeout=60)
     assert r.returncode == 2 and "--preset=fast differs from the run's preset 'baselines'" in r.stderr
+
+
+def test_impala_cnn_trains_resumes_plays_and_records_like_every_network(tmp_path):
+    from conftest import TINY
+    flags = ["--env_name", "BreakoutNoFrameskip-v4", "--checkpoint_dir", str(tmp_path), "--model_name", "imp"]
+    r = run_cli([*TINY, *flags, "--model_type", "impala", "--init", "orthogonal", "--frame_norm", "center"])
+    assert r.returncode == 0, r.stderr
+    saved = checkpoint.load_config(str(tmp_path / "imp"))
+    assert (saved.model_type, saved.init, saved.frame_norm) == ("impala", "orthogonal", "center")
+    state = torch.load(tmp_path / "imp" / "latest.pt", weights_only=True)
+    assert state["model"]["torso.0.2.conv1.weight"].shape == (16, 16, 3, 3)  # stage 1, 2nd residual block
+    assert state["model"]["frame_rms.sum"].shape == (84, 84)
+    r = run_cli([*flags, "--env_steps", "1024"])  # resumes with the saved model type
+    assert r.returncode == 0, r.stderr
+    assert "resuming from" in r.stdout
+    assert [int(p["iteration"]) for p in rows(tmp_path / "imp" / "progress.csv")] == [1, 2, 3, 4]
+    r = run_cli(["--mode", "play", "--episodes", "1", *flags[2:]])
+    assert r.returncode == 0, r.stderr
+    assert "1 games of BreakoutNoFrameskip-v4" in r.stdout
+    r = run_cli(["--mode", "movie", "--max_frames", "60", "--asset_dir", str(tmp_path / "assets"), *flags[2:]])
+    assert r.returncode == 0, r.stderr
+    assert list((tmp_path / "assets" / "imp").glob("*_partial.mp4"))
+
+
+def test_two_rank_run_with_target_kl_logs_the_epochs_it_ran_and_saves_both_settings(tmp_path):
+    # a step size 40 x the paper's and a small target: the iterations stop early, after a step or more
+    r = run_cli([*SHORT, "--env_steps", "1024", "--optim_stepsize", "1e-2", "--target_kl", "1e-4", "--clip_vloss",
+                 "--frame_norm", "scale", "--checkpoint_dir", str(tmp_path), "--model_name", "kl",
+                 "--sync_check_interval", "1"], np_=2)
+    assert r.returncode == 0, r.stderr
+    progress = rows(tmp_path / "kl" / "progress.csv")
+    # 2 envs x 128 steps = 256 samples per rank in minibatches of 2 x 32 = 4 per epoch: 1 step = 0.25 epochs
+    epochs = [float(p["epochs"]) for p in progress]
+    assert len(epochs) == 2 and all(0.25 <= e < 3 and (4 * e).is_integer() for e in epochs), epochs
+    saved = checkpoint.load_config(str(tmp_path / "kl"))
+    assert (saved.target_kl, saved.clip_vloss) == (1e-4, True)
+    assert any(line.split()[:1] == ["iter"] and "epochs" in line.split() for line in r.stdout.splitlines())
+    r = run_cli([*SHORT, "--env_steps", "512", "--checkpoint_dir", str(tmp_path), "--model_name", "off"])
+    assert r.returncode == 0, r.stderr
+    assert [float(p["epochs"]) for p in rows(tmp_path / "off" / "progress.csv")] == [3.0, 3.0]

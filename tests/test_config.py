@@ -149,3 +149,34 @@ def test_every_field_has_a_row_in_a_flag_table_of_the_docs():
     pages = "".join(open(p, encoding="utf-8").read() for p in glob.glob(os.path.join(root, "docs", "*.md")))
     rows = set(re.findall(r"^\| `--(\w+)", pages, re.M))
     assert [f.name for f in dataclasses.fields(Config) if f.name not in rows] == []
+
+
+def test_runs_saved_before_target_kl_and_clip_vloss_load_and_resume_with_both_off(tmp_path):
+    from ppo1 import checkpoint
+    from ppo1.cli import build_config, build_parser
+    saved = Config(gamma=0.9).to_dict()
+    for key in ("target_kl", "clip_vloss", "anneal_lr", "norm_reward", "num_levels", "start_level",
+                "distribution_mode"):                        # config.json of a run before issue 28's fields
+        del saved[key]
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(saved))
+    old = checkpoint.load_config(str(run))
+    assert (old.target_kl, old.clip_vloss, old.gamma) == (0.0, False, 0.9)
+    assert (old.anneal_lr, old.norm_reward, old.num_levels) == (True, False, 0)  # as those runs trained
+    resumed = build_config(build_parser().parse_args(["--checkpoint_dir", str(tmp_path), "--model_name", "old"]))
+    assert (resumed.target_kl, resumed.clip_vloss) == (0.0, False)
+    assert checkpoint.config_from_data(saved, "checkpoint") == old  # a checkpoint's 'config' likewise
+
+
+def test_target_kl_and_clip_vloss_are_flags_with_help_saved_in_config_json(tmp_path):
+    from ppo1.cli import build_config, build_parser
+    text = " ".join(build_parser().format_help().split())
+    assert "--target_kl TARGET_KL" in text and "--clip_vloss, --no-clip_vloss" in text
+    assert "checked before each minibatch" in text and "(default: 0.0)" in text
+    c = build_config(build_parser().parse_args(["--checkpoint_dir", str(tmp_path), "--target_kl", "0.02",
+                                                "--clip_vloss"]))
+    assert (c.target_kl, c.clip_vloss) == (0.02, True)
+    assert json.loads(c.to_json())["target_kl"] == 0.02 and json.loads(c.to_json())["clip_vloss"] is True
+    with pytest.raises(PPO1Error, match="--target_kl=-0.1 is invalid: must be >= 0"):
+        dataclasses.replace(c, target_kl=-0.1).validate()

@@ -67,3 +67,9 @@ def test_waiting_for_the_launcher_returns_once_the_pipe_is_read_and_gives_up_whe
         f.write("x" * 100)
         f.flush()
         assert wait_for_launcher_to_read((f.fileno(),), timeout=5.0) is True
+
+
+def test_target_kl_stops_both_ranks_at_the_same_minibatch_from_the_averaged_kl():
+    r = run_script(os.path.join(HERE, "mpi", "kl_stop.py"), 2, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rank 0: OK" in r.stdout and "rank 1: OK" in r.stdout

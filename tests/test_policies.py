@@ -81,3 +81,74 @@ def test_frame_norm_scale_keeps_the_checkpoint_keys_of_before_and_ignores_observ
     before = [p.clone() for p in scale.state_dict().values()]
     scale.observe(np.zeros((1, 1, 4, 84, 84), np.uint8))
     assert all(torch.equal(a, b) for a, b in zip(before, scale.state_dict().values()))
+
+
+# IMPALA CNN parameters by hand (conv 3x3: 9 * c_in * c_out weights + c_out biases; each stage is one
+# conv c_in -> c and two residual blocks of two convs c -> c; a max-pool 3x3 / 2, padding 1 halves the
+# size rounding up, so 84 -> 42 -> 21 -> 11 and 64 -> 32 -> 16 -> 8):
+#   stage 1 (-> 16): 9*C*16 + 16, plus 4 * (9*16*16 + 16) = 4 * 2320 = 9280
+#                    C = 4: 576 + 16 + 9280 = 9872;  C = 3: 432 + 16 + 9280 = 9728
+#   stage 2 (16 -> 32): 9*16*32 + 32 = 4640, plus 4 * (9*32*32 + 32) = 4 * 9248 = 36992: 41632
+#   stage 3 (32 -> 32): 9248 + 36992 = 46240
+#   fc 256: 84x84: 32*11*11 = 3872 inputs: 3872*256 + 256 = 991488; 64x64: 32*8*8 = 2048: 524544
+#   heads: pi 256*A + A, value 256 + 1 = 257
+#   84x84x4, A = 6:  9872 + 41632 + 46240 + 991488 + 1542 + 257 = 1091031
+#   64x64x3, A = 15: 9728 + 41632 + 46240 + 524544 + 3855 + 257 = 626256
+@pytest.mark.parametrize("obs_shape,actions,features,params", [
+    ((4, 84, 84), 6, (32, 11, 11), 1_091_031), ((3, 64, 64), 15, (32, 8, 8), 626_256)])
+def test_impala_cnn_has_the_hand_counted_shapes_and_parameters(obs_shape, actions, features, params):
+    policy = build("impala", actions, obs_shape)
+    obs = torch.randint(0, 256, (5, *obs_shape), dtype=torch.uint8)
+    logits, value = policy(obs)
+    assert logits.shape == (5, actions) and value.shape == (5,) and logits.dtype == torch.float32
+    stages = policy.torso[:3]
+    assert policy.torso(obs.float() / 255).shape == (5, 256)
+    assert stages(obs.float()).shape == (5, *features)
+    assert [s[0].out_channels for s in stages] == [16, 32, 32]
+    assert sum(isinstance(m, torch.nn.Conv2d) for m in policy.modules()) == 15  # 3 x (1 + 2 x 2)
+    assert sum(p.numel() for p in policy.parameters()) == params
+
+
+def test_impala_residual_block_adds_its_input_back():
+    from ppo1.policies import ResidualBlock
+    block = ResidualBlock(4)
+    for conv in (block.conv0, block.conv1):
+        torch.nn.init.zeros_(conv.weight)
+        torch.nn.init.zeros_(conv.bias)
+    x = torch.randn(2, 4, 5, 5)
+    torch.testing.assert_close(block(x), x)  # zero convs: the skip alone
+    torch.nn.init.constant_(block.conv1.bias, 1.0)
+    torch.testing.assert_close(block(x), x + 1)
+
+
+@pytest.mark.parametrize("init", ["normc", "orthogonal"])
+def test_impala_takes_the_inits_of_the_other_cnns(init):
+    torch.manual_seed(0)
+    policy = build("impala", 6, (3, 64, 64), init=init)
+    torch.testing.assert_close(policy.pi.weight.norm(dim=1), torch.full((6,), 0.01))
+    assert all(torch.all(m.bias == 0) for m in policy.modules() if isinstance(m, torch.nn.Conv2d))
+    probs = torch.softmax(policy(torch.zeros(1, 3, 64, 64, dtype=torch.uint8))[0], -1)
+    assert torch.allclose(probs, torch.full_like(probs, 1 / 6), atol=0.01)  # near-uniform when fresh
+
+
+def test_impala_centres_an_rgb_frame_per_pixel_and_channel_and_atari_stacks_on_the_newest_frame():
+    rgb = build("impala", 4, (3, 64, 64), frame_norm="center")
+    assert rgb.frame_rms.sum.shape == (3, 64, 64)
+    obs = np.zeros((2, 1, 3, 64, 64), np.uint8)  # (T, k, 3, 64, 64): one frame per observation
+    obs[0, 0, 0], obs[1, 0, 0], obs[:, 0, 2] = 100, 200, 60
+    rgb.observe(obs)
+    mean = rgb.frame_rms.mean()
+    assert mean[0, 5, 5].item() == pytest.approx(150, rel=1e-2) and mean[2, 0, 0].item() == pytest.approx(60, rel=1e-2)
+    assert mean[1].abs().max().item() == 0
+    frames = torch.randint(0, 256, (3, 3, 64, 64), dtype=torch.uint8)
+    expected = rgb.pi(rgb.torso((frames.double() - mean).float() / 255))
+    torch.testing.assert_close(rgb(frames)[0], expected, atol=1e-5, rtol=1e-4)
+    atari = build("impala", 4, (4, 84, 84), frame_norm="center")
+    assert atari.frame_rms.sum.shape == (84, 84)  # as small and large: the mean of one frame
+
+
+@pytest.mark.parametrize("model_type,shape,match", [
+    ("small", (3, 64, 64), "use --model_type impala"), ("impala", (8,), "needs image observations")])
+def test_a_network_that_does_not_fit_the_observations_is_refused(model_type, shape, match):
+    with pytest.raises(PPO1Error, match=match):
+        build(model_type, 4, shape)

@@ -74,7 +74,7 @@ def test_explained_variance():
     assert math.isnan(explained_variance(y, np.ones(3)))
 
 
-def _tiny_update(**kw):
+def _tiny_update(values=None, **kw):
     import numpy as np
     from ppo1.distributed import Comm
     from ppo1.policies import build
@@ -90,9 +90,9 @@ def _tiny_update(**kw):
     actions = torch.arange(n) % 3
     old_logp = dist.log_prob(actions)
     adv = torch.linspace(-3, 5, n)
-    stats = update(policy, opt, Comm(None), Batch(obs, actions, old_logp, adv, torch.zeros(n), np.random.default_rng(0)),
-                   Hyper(clip=0.1, lr=1e-3, epochs=1, minibatch=8, vf_coef=1.0, ent_coef=0.0, **kw))
-    return policy, stats
+    stats = update(policy, opt, Comm(None), Batch(obs, actions, old_logp, adv, torch.zeros(n), np.random.default_rng(0), values),
+                   Hyper(clip=0.1, lr=1e-3, **{"epochs": 1, **kw}, minibatch=8, vf_coef=1.0, ent_coef=0.0))
+    return policy, stats, opt
 
 
 def test_gradient_norm_is_clipped_before_the_step(monkeypatch):
@@ -123,3 +123,85 @@ def test_minibatch_standardisation_makes_each_minibatch_zero_mean(monkeypatch):
     assert len(seen) == 2
     for a in seen:
         assert abs(a.mean().item()) < 1e-5 and a.std().item() == pytest.approx(1.0, abs=1e-4)
+
+
+def test_clipped_value_loss_takes_the_pessimistic_error_of_each_sample_by_hand():
+    from ppo1.ppo import value_loss
+    values = torch.tensor([1.0, 2.0, 0.0, -1.0], requires_grad=True)
+    old = torch.tensor([0.5, 2.5, 0.0, 0.0])
+    returns = torch.tensor([2.0, 1.0, 0.5, 1.0])
+    # clip 0.2: V_clipped = V_old + clip(V - V_old, -0.2, 0.2) = [0.7, 2.3, 0.0, -0.2]
+    # unclipped (V - R)^2 = [1, 1, 0.25, 4]; clipped (V_clipped - R)^2 = [1.69, 1.69, 0.25, 1.44]
+    # max = [1.69, 1.69, 0.25, 4]: mean 7.63 / 4 = 1.9075 (plain: 6.25 / 4 = 1.5625)
+    assert value_loss(values, returns).item() == pytest.approx(1.5625)
+    loss = value_loss(values, returns, old, clip=0.2)
+    assert loss.item() == pytest.approx(1.9075, rel=1e-6)
+    loss.backward()
+    # samples 1, 2: the clipped error wins and V moved past the clip: no gradient; sample 3: V = V_old,
+    # both errors 2 (V - R) / 4 = -0.25; sample 4: the unclipped error wins: 2 * (-1 - 1) / 4 = -1
+    torch.testing.assert_close(values.grad, torch.tensor([0.0, 0.0, -0.25, -1.0]))
+
+
+def test_clip_vloss_is_off_by_default_and_on_it_clips_the_update_value_loss():
+    from ppo1.config import Config
+    from ppo1.ppo import Hyper
+    assert Hyper.at(Config(), 1.0, 1).clip_vloss is False and Config().clip_vloss is False
+    assert Hyper.at(Config(clip_vloss=True, epsilon=0.2, anneal_clip=True), 0.5, 1).clip == pytest.approx(0.1)
+    dist = torch.distributions.Categorical(logits=torch.zeros(2, 3))
+    actions = torch.tensor([0, 1])
+    args = (dist, torch.tensor([3.0, 0.0]), actions, dist.log_prob(actions), torch.zeros(2), torch.tensor([0.0, 0.0]))
+    _, plain = ppo_loss(*args, clip=0.1, vf_coef=1.0, ent_coef=0.0)
+    _, clipped = ppo_loss(*args, clip=0.1, vf_coef=1.0, ent_coef=0.0, old_values=torch.tensor([0.0, 0.0]))
+    # V = 3 from V_old = 0 at R = 0: clipped V 0.1 errs less (0.01), so the max keeps 9: (9 + 0) / 2
+    assert plain["vf_loss"].item() == clipped["vf_loss"].item() == pytest.approx(4.5)
+    _, clipped = ppo_loss(*args, clip=0.1, vf_coef=1.0, ent_coef=0.0, old_values=torch.tensor([5.0, 1.0]))
+    # V_clipped = [4.9, 0.9]: errors max(9, 24.01) and max(0, 0.81): (24.01 + 0.81) / 2
+    assert clipped["vf_loss"].item() == pytest.approx(12.41, rel=1e-6)
+
+
+def test_k3_kl_estimate_is_zero_for_the_same_policy_and_matches_by_hand():
+    from ppo1.ppo import approx_kl_k3
+    old = torch.log(torch.tensor([0.5, 0.5]))
+    assert approx_kl_k3(old, old).item() == 0.0
+    logp = torch.log(torch.tensor([0.75, 0.25]))  # r = 1.5, 0.5: (0.5 - ln 1.5 + -0.5 - ln 0.5) / 2
+    expected = ((0.5 - math.log(1.5)) + (-0.5 - math.log(0.5))) / 2
+    assert approx_kl_k3(logp, old).item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_target_kl_ends_the_epochs_before_the_step_of_the_first_minibatch_past_it():
+    from ppo1.ppo import kl_exceeded
+    assert not kl_exceeded(1.0, 0.0)            # 0 = off
+    assert not kl_exceeded(0.02, 0.02) and kl_exceeded(0.0201, 0.02)
+    _, stats, opt = _tiny_update(epochs=3)
+    assert stats["epochs"] == 3.0                # off: 3 epochs x 2 minibatches
+    assert {int(s["step"]) for s in opt.state.values()} == {6}
+    # the first minibatch's KL is ~0 (the rollout's policy); after one step at lr 1e-3 it is far past 1e-9
+    _, stats, opt = _tiny_update(epochs=3, target_kl=1e-9)
+    assert stats["epochs"] == 0.5                # one step of the 2 minibatches of an epoch
+    assert {int(s["step"]) for s in opt.state.values()} == {1}
+    _, stats, _ = _tiny_update(epochs=3, target_kl=1e3)
+    assert stats["epochs"] == 3.0                # never reached
+
+
+def test_clip_vloss_gives_the_loss_each_minibatchs_rollout_values(monkeypatch):
+    import ppo1.ppo as ppo
+    seen = []
+    real = ppo.ppo_loss
+
+    def spy(*a, old_values=None, **k):
+        seen.append(old_values)
+        return real(*a, old_values=old_values, **k)
+    monkeypatch.setattr(ppo, "ppo_loss", spy)
+    _tiny_update(clip_vloss=True, values=torch.arange(16.0))
+    assert len(seen) == 2 and sorted(torch.cat(seen).tolist()) == list(range(16))  # the shuffled rollout values
+    seen.clear()
+    _tiny_update(values=torch.arange(16.0))
+    assert seen == [None, None]                  # off: the plain error
+
+
+def test_step_size_anneals_with_alpha_unless_anneal_lr_is_off():
+    from ppo1.config import Config
+    from ppo1.ppo import Hyper
+    assert Hyper.at(Config(optim_stepsize=1e-3), 0.25, 1).lr == pytest.approx(2.5e-4)
+    assert Hyper.at(Config(optim_stepsize=1e-3, anneal_lr=False), 0.25, 1).lr == pytest.approx(1e-3)
+    assert Hyper.at(Config(optim_stepsize=1e-3, anneal_lr=False), 0.25, 1, warmup=0.5).lr == pytest.approx(5e-4)

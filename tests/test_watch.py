@@ -74,3 +74,22 @@ def test_training_with_video_interval_writes_bounded_videos_into_the_run(breakou
         size, _fps, decoded = decode(str(video))
         assert size == (160, 210) and len(decoded) == 120
     assert len(re.findall(r"ppo1: video at iteration (2|4) \([\d.]+ s, other ranks waited\)", r.stdout)) == 2
+
+
+def test_a_progress_csv_of_before_the_epochs_column_gets_it_when_the_run_resumes(tmp_path):
+    old_columns = PROGRESS_COLUMNS[:PROGRESS_COLUMNS.index("epochs")]
+    old_rows = [[str(i)] + ["0.5"] * (len(old_columns) - 1) for i in (1, 2)]
+    with open(tmp_path / "progress.csv", "w", newline="") as f:
+        csv.writer(f).writerows([old_columns, *old_rows])
+    log = ProgressLog(str(tmp_path), out=open(os.devnull, "w"), tensorboard=False)
+    log.write({**{c: 0.25 for c in PROGRESS_COLUMNS}, "iteration": 3, "timesteps": 768, "epochs": 2.5})
+    log.close()
+    with open(tmp_path / "progress.csv", newline="") as f:
+        table = list(csv.reader(f))
+    assert table[0] == list(PROGRESS_COLUMNS)
+    assert table[1:3] == [r + [""] for r in old_rows]  # the old rows, their epochs unknown
+    assert len(table) == 4 and table[3][-1] == "2.5"
+    assert [r["iteration"] for r in rows(tmp_path / "progress.csv")] == ["1", "2", "3"]
+    ProgressLog(str(tmp_path), out=open(os.devnull, "w"), tensorboard=False)  # already current: untouched
+    with open(tmp_path / "progress.csv", newline="") as f:
+        assert list(csv.reader(f)) == table
