@@ -49,3 +49,15 @@ def test_train_refuses_a_config_and_settings_together():
     from ppo1 import train
     with pytest.raises(PPO1Error, match="not both"):
         train(Config(), env_steps=1)
+
+
+def test_train_and_play_stay_the_api_functions_after_their_modules_load():
+    # a notebook cell `from ppo1 import Config, train, play` run again after a first run had loaded
+    # ppo1/train.py and ppo1/play.py got those modules ("'module' object is not callable")
+    import importlib
+    import ppo1
+    from ppo1 import api
+    modules = [importlib.import_module(name) for name in ("ppo1.train", "ppo1.play")]
+    from ppo1 import play, train
+    assert train is api.train and play is api.play and ppo1.train is api.train
+    assert all(type(m).__name__ == "module" and hasattr(m, "Trainer") is (m.__name__ == "ppo1.train") for m in modules)

@@ -6,6 +6,7 @@ train: run_atari ARGS, and on every parameter sync check append this rank's para
 digests.rank<r> on this host's disk ($PPO1_MH_DISK), so a test can compare the hosts' parameters;
 the watchdog's line also goes to watchdog.rank<r> there.
 """
+import importlib
 import json
 import os
 import socket
@@ -14,7 +15,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from ppo1 import cli, distributed, watchdog  # noqa: E402
-from ppo1 import train as train_module  # noqa: E402
+
+train_module = importlib.import_module("ppo1.train")  # the module (`from ppo1 import train` is the API's function)
 
 
 def probe() -> int:
