@@ -1,6 +1,7 @@
 # Two commands on a fresh machine: `make train` and `make test`. Each creates .venv when missing.
 # PYTHON picks the interpreter (3.11 to 3.13): Procgen (--env_name procgen:<game>) needs 3.13, e.g.
 # `make procgen PYTHON=python3.13 VENV=.venv313` (torch from PyPI there: its CUDA build, several GB).
+# Without PYTHON, python3.11, else python3; a PYTHON you give that cannot make the venv stops make.
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -16,11 +17,13 @@ ARGS   ?=
 venv: $(VENV)/.installed
 
 procgen: venv
+	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 13))' || { echo "make: Procgen needs Python 3.13 or newer; $(VENV) has $$($(PY) -V): make procgen PYTHON=python3.13 VENV=.venv313" >&2; exit 1; }
 	$(PY) -m pip install --quiet -e '.[test,procgen]'
 
 # torch==2.13.0 first: the CPU build lies on disk here; a looser request pulls a multi-GB CUDA build.
 $(VENV)/.installed: setup.py
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { test '$(origin PYTHON)' = file && python3 -m venv $(VENV); } \
+	  || { echo 'make: PYTHON=$(PYTHON) cannot make $(VENV) (with pyenv, give the full path: PYTHON=$$(pyenv root)/versions/<version>/bin/python3.13)' >&2; exit 1; }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test]'
