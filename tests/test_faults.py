@@ -92,13 +92,19 @@ def fill(directory):
                 f.flush()
 
 
+def hangup_default():
+    """In a started child: SIGHUP at its default, as a terminal starts a program, even when the suite itself
+    runs under nohup (whose ignored SIGHUP the child would inherit and, by design, keep ignoring)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def start(args, np_):
     env = dict(os.environ, PYTHONPATH=REPO)
     cmd = [sys.executable, "-m", "run_atari", *args]
     if np_ > 1:
         cmd = mpirun_command(np_) + cmd
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=hangup_default)
 
 
 def wait_for_rows(path, n, proc, timeout=180):
@@ -650,7 +656,7 @@ def test_closing_the_terminal_stops_training_with_a_checkpoint(tmp_path, np_):
     launch = ["--np", str(np_)] if np_ > 1 else []
     proc = subprocess.Popen([sys.executable, "-m", "run_atari", *launch, *args], stdin=slave, stdout=slave, stderr=slave,
                             env=dict(os.environ, PYTHONPATH=REPO), cwd=REPO, start_new_session=True,
-                            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+                            preexec_fn=lambda: (hangup_default(), fcntl.ioctl(0, termios.TIOCSCTTY, 0)))
     os.close(slave)
     output, done_reading = [], threading.Event()
 
