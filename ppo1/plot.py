@@ -70,7 +70,7 @@ def _float(text: str | None) -> float:
         return float("nan")
 
 
-def _title(paths: list[str]) -> str:
+def _games(paths: list[str]) -> list[str]:
     """The game(s) of the runs, from their config.json where there is one."""
     games = []
     for path in paths:
@@ -78,7 +78,21 @@ def _title(paths: list[str]) -> str:
             games.append(load_config(os.path.dirname(path)).env_name)
         except PPO1Error:
             continue
-    return ", ".join(dict.fromkeys(games)) or "ppo1"
+    return list(dict.fromkeys(games))
+
+
+def _steps_label(games: list[str]) -> str:
+    """The x label of agent steps: 4 frames each where every run is an Atari game (Procgen and vector
+    envs step one frame or none)."""
+    from ppo1.envs import is_atari
+
+    def atari(game):
+        try:
+            return is_atari(game)
+        except PPO1Error:
+            return False
+    four = bool(games) and all(atari(g) for g in games)
+    return "agent steps (all actors; 1 step = 4 frames)" if four else "agent steps (all actors)"
 
 
 def plot(entries: list[str], out_path: str, checkpoint_dir: str = "checkpoints",
@@ -108,9 +122,10 @@ def plot(entries: list[str], out_path: str, checkpoint_dir: str = "checkpoints",
     if len(left_out) == len(runs):
         plt.close(fig)
         raise PPO1Error(f"no finished game in {', '.join(p for _, p in runs)} yet: nothing to plot")
-    ax.set_xlabel("agent steps (all actors; 1 step = 4 frames)" if x == "timesteps" else "wall-clock hours")
+    games = _games([p for _, p in runs])
+    ax.set_xlabel(_steps_label(games) if x == "timesteps" else "wall-clock hours")
     ax.set_ylabel("mean return, last 100 games")
-    ax.set_title(f"PPO (ppo1) on {_title([p for _, p in runs])}")
+    ax.set_title(f"PPO (ppo1) on {', '.join(games) or 'ppo1'}")
     ax.grid(alpha=0.3)
     if len(runs) - len(left_out) > 1:
         ax.legend()

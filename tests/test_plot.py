@@ -47,3 +47,12 @@ def test_a_resumed_runs_repeated_iterations_and_restarted_clock_are_merged(break
     steps, hours, _returns = read_curve(str(tmp_path / "progress.csv"))
     assert steps == sorted(set(steps)) and steps[-1] == 1024
     assert hours == sorted(hours)
+
+
+def test_the_step_axis_counts_four_frames_a_step_only_for_atari_games():
+    from ppo1.plot import _steps_label
+    assert _steps_label(["PongNoFrameskip-v4", "ALE/Breakout-v5"]) == "agent steps (all actors; 1 step = 4 frames)"
+    assert _steps_label(["procgen:coinrun"]) == "agent steps (all actors)"      # one frame a step
+    assert _steps_label(["CartPole-v1"]) == "agent steps (all actors)"          # no frames
+    assert _steps_label(["PongNoFrameskip-v4", "CartPole-v1"]) == "agent steps (all actors)"
+    assert _steps_label([]) == "agent steps (all actors)"                       # no config.json to tell
