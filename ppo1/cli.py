@@ -211,11 +211,17 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
         args = build_parser().parse_args(argv)
         if args.np:  # run this command again as args.np ranks under mpirun; this process becomes mpirun
             _mpi_fork(args.np, sys.argv[1:] if argv is None else argv)
-        from ppo1.distributed import Comm
-        from ppo1.envs import load_gymnasium
+        try:
+            from ppo1.distributed import Comm
+            from ppo1.envs import load_gymnasium
 
-        load_gymnasium()
-        importlib.import_module(_MODE_MODULES.get(args.mode, "ppo1.train"))
+            load_gymnasium()
+            importlib.import_module(_MODE_MODULES.get(args.mode, "ppo1.train"))
+        except ImportError as e:  # before MPI: every rank fails alike (e.g. a system library cv2 links)
+            from ppo1.launch import launcher_rank
+            if (launcher_rank() or 0) == 0:
+                print(f"ppo1: error: a library ppo1 needs cannot be imported: {e}", file=sys.stderr, flush=True)
+            return 2
         try:
             comm = Comm.create()
         except PPO1Error as e:

@@ -129,9 +129,13 @@ class ProcgenEnv:
         self.env_id = env_id
         self.levels = levels
         self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
-        self.gym_env = gymnasium.make(f"procgen_gym/procgen-{procgen_game(env_id)}-v0", num_levels=levels.num_levels,
-                                      start_level=levels.start_level, distribution_mode=levels.distribution_mode,
-                                      rand_seed=self._seed)
+        try:
+            self.gym_env = gymnasium.make(f"procgen_gym/procgen-{procgen_game(env_id)}-v0", num_levels=levels.num_levels,
+                                          start_level=levels.start_level, distribution_mode=levels.distribution_mode,
+                                          rand_seed=self._seed)
+        except OSError as e:  # its C++ library loads with ctypes: a system library it links is missing
+            raise PPO1Error(f"--env_name={env_id!r}: Procgen's game library cannot load ({e}); it needs the "
+                            f"system's libGL and glib (Debian/Ubuntu: apt-get install libgl1 libglib2.0-0)") from None
         self.action_space = self.gym_env.action_space
         self.num_actions = int(self.action_space.n)
         self.obs_shape = PROCGEN_SHAPE

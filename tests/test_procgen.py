@@ -62,6 +62,21 @@ def test_a_game_procgen_does_not_have_is_one_line_naming_the_games(tmp_path):
 
 
 @needs_procgen
+def test_a_missing_system_library_is_one_line_naming_it_on_every_rank(tmp_path):
+    # Procgen's C++ library links the system's libGL (through its Qt), as does opencv-python, which
+    # procgen-gym pulls in: a GPU image without libGL failed with a traceback per rank. A libGL.so.1 that
+    # is no library, first on the loader's path, fails them the same way.
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libGL.so.1").write_bytes(b"")
+    r = run_cli(["--env_name", "procgen:coinrun", *SHORT, "--checkpoint_dir", str(tmp_path / "ck")], np_=2,
+                timeout=120, env={"LD_LIBRARY_PATH": str(tmp_path / "lib")})
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in r.stdout + r.stderr, r.stderr
+    assert lines[0].startswith("ppo1: error: ") and "libGL.so.1" in lines[0], lines[0]
+
+
+@needs_procgen
 def test_procgen_env_gives_chw_rgb_frames_and_draws_its_levels():
     from ppo1.envs import ProcgenEnv, ProcgenLevels, VecProcgen
     env = ProcgenEnv("procgen:coinrun", np.random.SeedSequence(0), ProcgenLevels(200, 0, "easy"))
