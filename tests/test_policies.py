@@ -131,6 +131,27 @@ def test_impala_takes_the_inits_of_the_other_cnns(init):
     assert torch.allclose(probs, torch.full_like(probs, 1 / 6), atol=0.01)  # near-uniform when fresh
 
 
+def test_the_procgen_presets_impala_cnn_starts_with_features_and_values_near_unit_scale():
+    # The defect it pins: orthogonal init (gain sqrt 2 in every layer) compounds through IMPALA's six
+    # residual blocks to features ~20x larger and a first value of ~3.7, and coinrun then learned nothing
+    # in 2.5M steps; the preset's normc (Glorot-uniform convolutions, as the Procgen paper's TF network)
+    # starts near unit scale and follows the paper's curve (docs/procgen.md).
+    from ppo1.cli import preset_values
+    frames = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (64, 3, 64, 64), dtype=np.uint8))
+
+    def scale(init: str) -> tuple[float, float]:
+        """(std of the torso's features, mean |first value|) of a fresh IMPALA CNN under `init`."""
+        torch.manual_seed(0)
+        policy = build("impala", 15, (3, 64, 64), init=init)
+        with torch.no_grad():
+            features = policy.torso(policy.torso_input(frames))
+            return features.std().item(), policy.vf(features).abs().mean().item()
+
+    features_std, value = scale(preset_values({"env_name": "procgen:coinrun"})["init"])
+    assert features_std < 1.0 and value < 1.0, (features_std, value)
+    assert scale("orthogonal")[0] > 10 * features_std
+
+
 def test_impala_centres_an_rgb_frame_per_pixel_and_channel_and_atari_stacks_on_the_newest_frame():
     rgb = build("impala", 4, (3, 64, 64), frame_norm="center")
     assert rgb.frame_rms.sum.shape == (3, 64, 64)
