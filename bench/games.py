@@ -73,11 +73,14 @@ def read_progress(path: str) -> list[tuple[int, float, float]]:
 
 
 def at_steps(rows: list[tuple[int, float, float]], steps: int, slack: int = 8192) -> float:
-    """The curve's value at the first row with at least `steps` agent steps (rows within `slack` steps
-    below count: a 2M schedule's last iteration ends a few hundred steps short); nan if it never gets there."""
+    """The curve's value at `steps` agent steps: its first row with at least `steps`, or, for a run that
+    ends less than `slack` steps short of them (a 2M schedule's last iteration ends a few hundred steps
+    short), its last row; nan if it never gets there."""
     for s, ret, _t in rows:
-        if s >= steps - slack:
+        if s >= steps:
             return ret
+    if rows and rows[-1][0] >= steps - slack:
+        return rows[-1][1]
     return math.nan
 
 

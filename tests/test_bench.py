@@ -65,3 +65,13 @@ def test_reference_refuses_an_unknown_preset_or_setting_with_one_line(tmp_path):
         assert r.returncode == 2, r.stderr
         assert words in r.stderr and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "curves.png").exists()
+
+
+def test_games_reads_a_curve_at_the_first_row_past_a_mark_and_a_run_ending_just_short_at_its_last_row():
+    # A 2M run of 1,024-step iterations ends at 1,999,872; its value "at 2M" is its final row's, not
+    # that of the first row within the slack below 2M (Breakout: 70.6 there against 68.98 at the end).
+    from bench.games import at_steps
+    rows = [(499_712, 1.0, 0.0), (500_736, 2.0, 0.0), (1_992_704, 70.6, 0.0), (1_999_872, 68.98, 0.0)]
+    assert at_steps(rows, 500_000) == 2.0
+    assert at_steps(rows, 2_000_000) == 68.98
+    assert str(at_steps(rows[:2], 2_000_000)) == "nan"  # never got near 2M
