@@ -1,7 +1,8 @@
 #!/bin/bash
 # Procgen coinrun, --preset procgen, on a lent GPU machine (one GPU, 16 cores, Python 3.12, torch there):
-# 8 ranks x 8 envs = the paper's 64 actors, stopped by SIGTERM after $TRAIN_SECONDS (default 500) and
-# its results copied to $OUT (EXTRA: more flags; MODEL_NAME: the run's name) (progress.csv, config.json, latest.pt, console.log, episodes.tar.gz, gpu.txt).
+# 8 ranks x 8 envs = the paper's 64 actors, stopped by SIGTERM after $TRAIN_SECONDS (default 500), its
+# results copied to $OUT: progress.csv, config.json, latest.pt, console.log, episodes.tar.gz, gpu.txt.
+# EXTRA: more run_atari flags; MODEL_NAME: the run's name.
 #
 # What travels in .whl and .gl (ignored by git; made here beforehand):
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -17,6 +18,7 @@
 set -u
 OUT=${OUT:-out}
 W=${WHEELS:-.whl}
+G=${GL:-.gl}
 T=${TRAIN_SECONDS:-500}
 M=${MODEL_NAME:-procgen-coinrun-gpu}
 D=/tmp/ck/$M
@@ -25,10 +27,10 @@ pip="python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir"
 $pip --target /tmp/site $(ls $W/*.whl | grep -v mpich) || exit 1
 $pip --prefix /tmp/mp $W/mpich-*.whl || exit 1      # --prefix: --target leaves its lib/ behind
 tar xJf $W/procgen.tar.xz -C /tmp/site || exit 1
-# Procgen's Qt needs libGL and glib, which the GPU image lacks: Debian's, from ${GL:-.gl}/*.deb, for the
+# Procgen's Qt needs libGL and glib, which the GPU image lacks: Debian's, from $G/*.deb, for the
 # libraries the system does not have
 mkdir -p /tmp/gl /tmp/gllib
-for f in ${GL:-.gl}/*.deb; do dpkg -x "$f" /tmp/gl; done
+for f in $G/*.deb; do dpkg -x "$f" /tmp/gl; done
 for f in /tmp/gl/usr/lib/x86_64-linux-gnu/*.so.* /tmp/gl/lib/x86_64-linux-gnu/*.so.*; do
     [ -e "$f" ] && ! ldconfig -p | grep -q "[[:space:]]$(basename "$f") " && ln -sf "$f" /tmp/gllib/
 done

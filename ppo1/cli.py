@@ -17,7 +17,7 @@ from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
 from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MACHINE_FIELDS,  # noqa: F401
                          MODEL_TYPES, PRECISIONS, PRESET_HELP, PRESETS, Config,
                          preset_values)  # preset_values: also imported from here by bench
-from ppo1.launch import HeldInterrupt, say_interrupted_while_starting
+from ppo1.launch import HeldInterrupt, say_error_before_mpi, say_interrupted_while_starting
 
 def _whole(text: str) -> int:
     """An int flag that also takes 1e6 or 10_000_000."""
@@ -42,9 +42,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error, printed by rank 0 only."""
 
     def error(self, message: str):
-        from ppo1.launch import launcher_rank
-        if (launcher_rank() or 0) == 0:
-            print(f"ppo1: error: {message} (see --help)", file=sys.stderr, flush=True)
+        say_error_before_mpi(f"{message} (see --help)")
         sys.exit(2)
 
 
@@ -189,12 +187,11 @@ def _mpi_fork(np_: int, argv: list[str]) -> None:
     """Run `mpirun -np np_ python -m run_atari ARGV` (less --np) and exit with its status (see
     launch.run_launcher: a hang-up stops the ranks with a checkpoint); on a bad --np, one line from rank 0
     and exit status 2 on every rank."""
-    from ppo1.launch import launcher_rank, mpi_fork_command, run_launcher
+    from ppo1.launch import mpi_fork_command, run_launcher
     try:
         cmd = mpi_fork_command(np_, argv)
     except PPO1Error as e:
-        if (launcher_rank() or 0) == 0:
-            print(f"ppo1: error: {e}", file=sys.stderr, flush=True)
+        say_error_before_mpi(str(e))
         sys.exit(2)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -218,9 +215,7 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
             load_gymnasium()
             importlib.import_module(_MODE_MODULES.get(args.mode, "ppo1.train"))
         except ImportError as e:  # before MPI: every rank fails alike (e.g. a system library cv2 links)
-            from ppo1.launch import launcher_rank
-            if (launcher_rank() or 0) == 0:
-                print(f"ppo1: error: a library ppo1 needs cannot be imported: {e}", file=sys.stderr, flush=True)
+            say_error_before_mpi(f"a library ppo1 needs cannot be imported: {e}")
             return 2
         try:
             comm = Comm.create()

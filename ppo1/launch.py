@@ -162,6 +162,13 @@ def wait_for_launcher_to_read(fds: tuple[int, ...] = (1, 2), timeout: float = 2.
 STARTING_LINE = "ppo1: interrupted while starting; nothing was written"
 
 
+def say_error_before_mpi(message: str) -> None:
+    """`ppo1: error: MESSAGE` on stderr from the launcher's rank 0 (or a lone process) only: before MPI
+    starts every rank meets the same error, and one line is enough."""
+    if (launcher_rank() or 0) == 0:
+        print(f"ppo1: error: {message}", file=sys.stderr, flush=True)
+
+
 def say_interrupted_while_starting() -> None:
     """STARTING_LINE on stderr from the launcher's rank 0 (or a lone process); one write, safe in a
     signal handler."""
