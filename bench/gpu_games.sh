@@ -23,7 +23,7 @@ GAME=${GAME:-BeamRider}
 M=${MODEL_NAME:-fast-$GAME-10M-gpu}
 D=/tmp/ck/$M
 mkdir -p "$OUT" /tmp/ck
-pip="python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir"
+pip="python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade"  # --upgrade: a warm machine has them
 $pip --target /tmp/site $(ls $W/*.whl | grep -v mpich) || exit 1
 $pip --prefix /tmp/mp $W/mpich-*.whl || exit 1      # --prefix: --target leaves its lib/ behind
 export PYTHONPATH=/tmp/site PATH=/tmp/mp/bin:$PATH LD_LIBRARY_PATH=/tmp/mp/lib PYTHONUNBUFFERED=1
