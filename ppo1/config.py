@@ -162,7 +162,7 @@ class Config:
     env_name: str = setting("PongNoFrameskip-v4",
         "gymnasium Atari id: <Game>NoFrameskip-v4 (DeepMind preprocessing) or ALE/<Game>-v5")
     env_steps: int = setting(10_000_000,
-        "agent steps to train for, summed over all actors (1 step = 4 frames); alpha anneals over it")
+        "agent steps to train for, summed over all actors (on Atari 1 step = 4 frames); alpha anneals over it")
     timesteps_per_actorbatch: int = setting(128, "horizon T: steps per actor (env) per iteration")
     gamma: float = setting(0.99, "discount factor, in (0, 1]")
     lam: float = setting(0.95, "GAE lambda, in [0, 1]")
