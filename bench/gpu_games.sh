@@ -3,8 +3,12 @@
 # 3.12, torch there), in chunks: a session's 15 minutes of device time hold about half a run, so each
 # call trains for $TRAIN_SECONDS (default 500), is stopped by SIGTERM (ppo1 then writes a checkpoint),
 # and hands back the run folder as $OUT/run.tar.gz (checkpoint, config, progress.csv, episodes.*.csv:
-# all a resume needs); the next call, given that archive as $RESUME, continues the run exactly where it
+# all a resume needs); the next call, given that archive as $RESUME, continues the run where it
 # stopped. Also in $OUT: progress.csv, config.json, console.log, gpu.txt.
+#
+#   GAME=BeamRider TRAIN_SECONDS=515 bash bench/gpu_games.sh        # (device run, carry .whl-atari)
+#   GAME=BeamRider TRAIN_SECONDS=515 RESUME=assets/games/fast-10M-gpu/BeamRider/resume.tar.gz \
+#       bash bench/gpu_games.sh                                      # the next chunk of a committed run
 #
 #   GAME (default BeamRider): <GAME>NoFrameskip-v4; NP x ENVS actors (default 16 x 8 = 128);
 #   EXTRA: more run_atari flags (default `--optim_batchsize 8`: 16 minibatches of 1,024 samples per
