@@ -104,18 +104,21 @@ def summarize(out_dir: str) -> dict | None:
         cfg = json.load(f)
     rows = read_progress(progress)
     steps, final, seconds = rows[-1]
+    with open(progress, newline="") as f:
+        first = next(csv.DictReader(f))
+    actors = int(first["timesteps"]) // (int(first["iteration"]) * cfg["timesteps_per_actorbatch"])
     play = ""
     if os.path.exists(os.path.join(out_dir, "play.txt")):
         with open(os.path.join(out_dir, "play.txt")) as f:
             play = f.read().strip()
-    return {"env": cfg["env_name"], "preset": cfg["preset"], "steps": steps, "minutes": seconds / 60,
+    return {"env": cfg["env_name"], "preset": cfg["preset"], "actors": actors, "steps": steps, "minutes": seconds / 60,
             "sps": steps / max(seconds, 1e-9), "final": final,
             "marks": {m: at_steps(rows, m) for m in MARKS}, "play": play, "rows": rows}
 
 
 def results_table(rows: dict[str, dict], published: dict) -> str:
     """The markdown table of the set: one row per game (label -> summarize())."""
-    head = ("| game | env id | preset | agent steps | minutes | SPS | 0.5M | 1M | 2M | ppo2 1M / 2M | "
+    head = ("| game | env id | preset | actors | agent steps | minutes | SPS | 0.5M | 1M | 2M | ppo2 1M / 2M | "
             "CleanRL 1M / 2M | 10M finals: paper / ppo2 / CleanRL | HNS at end |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, s in rows.items():
@@ -124,7 +127,8 @@ def results_table(rows: dict[str, dict], published: dict) -> str:
         finals = " / ".join(_fmt(pub.get(k)) for k in ("paper_10M", "ppo2_10M", "cleanrl_10M")) if pub else "–"
         note = " (sticky)" if sticky(s["env"]) else ""
         lines.append(
-            f"| {name} | `{s['env']}`{note} | {s['preset']} | {s['steps']:,} | {s['minutes']:.1f} | {s['sps']:.0f} | "
+            f"| {name} | `{s['env']}`{note} | {s['preset']} | {s['actors']} | {s['steps']:,} | {s['minutes']:.1f} | "
+            f"{s['sps']:.0f} | "
             + " | ".join(_fmt(s["marks"][m]) for m in MARKS)
             + f" | {ref('ppo2') if ref else '–'} | {ref('cleanrl') if ref else '–'} | {finals} | "
             + (f"{hns(s['final'], pub):.2f}" if pub and not math.isnan(s["final"]) else "–") + " |")

@@ -75,3 +75,21 @@ def test_games_reads_a_curve_at_the_first_row_past_a_mark_and_a_run_ending_just_
     assert at_steps(rows, 500_000) == 2.0
     assert at_steps(rows, 2_000_000) == 68.98
     assert str(at_steps(rows[:2], 2_000_000)) == "nan"  # never got near 2M
+
+
+def test_games_table_names_the_actors_of_each_run_from_its_first_iteration(tmp_path):
+    # The GPU set runs 16 ranks x 8 envs, the CPU sets 2 x 4: config.json has envs_per_rank but not
+    # the ranks, so the table reads the actors from the steps of the first iteration.
+    import json
+    from bench.games import load_published, results_table, summarize
+    head = "iteration,timesteps,ep_return_mean,time_elapsed\n"
+    for name, per_iter, actors in (("gpu", 16_384, 128), ("cpu", 1_024, 8)):
+        run = tmp_path / name
+        run.mkdir()
+        (run / "config.json").write_text(json.dumps({"env_name": "BeamRiderNoFrameskip-v4", "preset": "fast",
+                                                     "timesteps_per_actorbatch": 128}))
+        (run / "progress.csv").write_text(head + f"1,{per_iter},400.0,3.0\n2,{2 * per_iter},410.0,6.0\n")
+        s = summarize(str(run))
+        assert s["actors"] == actors
+        row = results_table({"BeamRider": s}, load_published()).splitlines()[-1]
+        assert f"| fast | {actors} | {2 * per_iter:,} |" in row
