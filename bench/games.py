@@ -57,13 +57,21 @@ def load_published(path: str = PUBLISHED) -> dict:
         return json.load(f)
 
 
+def read_csv(path: str) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def read_progress(path: str) -> list[tuple[int, float, float]]:
     """(agent steps, mean return of the last 100 real games, cumulative seconds) of each row of a
     progress.csv, over every resume of the run."""
+    return curve(read_csv(path))
+
+
+def curve(rows: list[dict]) -> list[tuple[int, float, float]]:
+    """read_progress's rows from progress.csv's rows as csv.DictReader reads them."""
     from ppo1.metrics import cumulative_seconds
 
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
     seconds = cumulative_seconds(float(r["time_elapsed"]) for r in rows)
     out = []
     for r, t in zip(rows, seconds):
@@ -102,17 +110,16 @@ def summarize(out_dir: str) -> dict | None:
         return None
     with open(os.path.join(out_dir, "config.json")) as f:
         cfg = json.load(f)
-    rows = read_progress(progress)
+    raw = read_csv(progress)
+    rows = curve(raw)
     steps, final, seconds = rows[-1]
-    with open(progress, newline="") as f:
-        first = next(csv.DictReader(f))
-    actors = int(first["timesteps"]) // (int(first["iteration"]) * cfg["timesteps_per_actorbatch"])
+    actors = int(raw[0]["timesteps"]) // (int(raw[0]["iteration"]) * cfg["timesteps_per_actorbatch"])
     play = ""
     if os.path.exists(os.path.join(out_dir, "play.txt")):
         with open(os.path.join(out_dir, "play.txt")) as f:
             play = f.read().strip()
-    return {"env": cfg["env_name"], "preset": cfg["preset"], "actors": actors, "steps": steps, "minutes": seconds / 60,
-            "sps": steps / max(seconds, 1e-9), "final": final,
+    return {"env": cfg["env_name"], "preset": cfg["preset"], "actors": actors, "steps": steps,
+            "minutes": seconds / 60, "sps": steps / max(seconds, 1e-9), "final": final,
             "marks": {m: at_steps(rows, m) for m in MARKS}, "play": play, "rows": rows}
 
 

@@ -31,7 +31,7 @@ pip="python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir 
 $pip --target /tmp/site $(ls $W/*.whl | grep -v mpich) || exit 1
 $pip --prefix /tmp/mp $W/mpich-*.whl || exit 1      # --prefix: --target leaves its lib/ behind
 export PYTHONPATH=/tmp/site PATH=/tmp/mp/bin:$PATH LD_LIBRARY_PATH=/tmp/mp/lib PYTHONUNBUFFERED=1
-if [ -n "${RESUME:-}" ]; then tar xzf "$RESUME" -C /tmp/ck || exit 1; echo "resuming $(ls $D)"; fi
+if [ -n "${RESUME:-}" ]; then tar xzf "$RESUME" -C /tmp/ck || exit 1; fi   # ppo1 says where it resumes
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; python3 -V
   python3 -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())"; } > "$OUT/gpu.txt" 2>&1
 ( while sleep 30; do cp $D/progress.csv "$OUT/" 2>/dev/null; done ) &   # partial results if cut off
