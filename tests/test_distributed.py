@@ -56,8 +56,8 @@ def test_waiting_for_the_launcher_returns_once_the_pipe_is_read_and_gives_up_whe
         t0 = time.monotonic()
         assert wait_for_launcher_to_read((w,), timeout=0.2) is False  # nobody reads: bounded wait
         assert 0.2 <= time.monotonic() - t0 < 1.0
+        t0 = time.monotonic()  # before the timer starts: the read comes >= 0.3 s after t0
         threading.Timer(0.3, os.read, (r, 4096)).start()
-        t0 = time.monotonic()
         assert wait_for_launcher_to_read((w,), timeout=5.0) is True
         assert 0.3 <= time.monotonic() - t0 < 2.0
     finally:
