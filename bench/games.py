@@ -12,6 +12,10 @@ After training, `--mode play --episodes 10` and a greedy GIF of the start of one
 Writes, per game, under --out (default assets/games/<preset>-<steps>/<Game>[-v5]/): config.json,
 progress.csv, curve.png (with the published points of bench/published.json as markers), play.txt
 (the play summary), greedy.gif; for the set: results.md (one table) and curves.png (a grid).
+
+An A/B variant adds run_atari flags with --set and names its set with --tag:
+    python -m bench.games --preset fast --steps 2e6 --games BeamRider --set=--ent_coef=0.02 --tag ent0.02
+The table's preset column names the flags by which each run's config.json differs from its preset.
 """
 from __future__ import annotations
 
@@ -103,6 +107,26 @@ def _fmt(x: float | None, digits: int = 1) -> str:
     return f"{x:,.{digits}f}"
 
 
+# config.json fields that name, place or pace a run rather than set how it learns.
+RUN_FIELDS = frozenset({"env_name", "env_steps", "preset", "model_name", "checkpoint_dir", "asset_dir", "seed",
+                        "envs_per_rank", "device", "num_threads", "compile", "deterministic", "save_interval",
+                        "keep_checkpoints", "video_interval", "video_max_frames", "watchdog_timeout",
+                        "sync_check_interval"})
+
+
+def variant(cfg: dict, steps: int, per_iter: int) -> str:
+    """The flags by which a run differs from its preset (an A/B variant): each learning setting of its
+    config.json that `--preset P --env_name E` sets otherwise, and --env_steps when the run stopped at
+    least an iteration before its schedule's end (a schedule longer than the steps it ran)."""
+    from ppo1.config import Config
+    base = Config.for_preset(cfg["preset"], env_name=cfg["env_name"]).to_dict()
+    flags = [f"--{k} {v:g}" if isinstance(v, float) else f"--{k} {v}"
+             for k, v in cfg.items() if k not in RUN_FIELDS and k in base and v != base[k]]
+    if cfg.get("env_steps", 0) - steps >= per_iter:
+        flags.append(f"--env_steps {cfg['env_steps']}")
+    return " ".join(flags)
+
+
 def summarize(out_dir: str) -> dict | None:
     """One game's row from its out_dir (progress.csv, config.json, play.txt); None before training."""
     progress = os.path.join(out_dir, "progress.csv")
@@ -114,11 +138,12 @@ def summarize(out_dir: str) -> dict | None:
     rows = curve(raw)
     steps, final, seconds = rows[-1]
     actors = int(raw[0]["timesteps"]) // (int(raw[0]["iteration"]) * cfg["timesteps_per_actorbatch"])
+    changes = variant(cfg, steps, actors * cfg["timesteps_per_actorbatch"])
     play = ""
     if os.path.exists(os.path.join(out_dir, "play.txt")):
         with open(os.path.join(out_dir, "play.txt")) as f:
             play = f.read().strip()
-    return {"env": cfg["env_name"], "preset": cfg["preset"], "actors": actors, "steps": steps,
+    return {"env": cfg["env_name"], "preset": cfg["preset"], "variant": changes, "actors": actors, "steps": steps,
             "minutes": seconds / 60, "sps": steps / max(seconds, 1e-9), "final": final,
             "marks": {m: at_steps(rows, m) for m in MARKS}, "play": play, "rows": rows}
 
@@ -133,8 +158,9 @@ def results_table(rows: dict[str, dict], published: dict) -> str:
         ref = (lambda src: " / ".join(_fmt(pub.get(src, {}).get(str(m))) for m in MARKS[1:])) if pub else None
         finals = " / ".join(_fmt(pub.get(k)) for k in ("paper_10M", "ppo2_10M", "cleanrl_10M")) if pub else "–"
         note = " (sticky)" if sticky(s["env"]) else ""
+        preset = f"{s['preset']} `{s['variant']}`" if s["variant"] else s["preset"]
         lines.append(
-            f"| {name} | `{s['env']}`{note} | {s['preset']} | {s['actors']} | {s['steps']:,} | {s['minutes']:.1f} | "
+            f"| {name} | `{s['env']}`{note} | {preset} | {s['actors']} | {s['steps']:,} | {s['minutes']:.1f} | "
             f"{s['sps']:.0f} | "
             + " | ".join(_fmt(s["marks"][m]) for m in MARKS)
             + f" | {ref('ppo2') if ref else '–'} | {ref('cleanrl') if ref else '–'} | {finals} | "
@@ -151,7 +177,7 @@ def _plot_one(ax, s: dict, pub: dict) -> None:
         if points and not sticky(s["env"]):
             xs = sorted(int(k) for k in points)
             ax.plot(xs, [points[str(x)] for x in xs], marker, color=color, label=text)
-    ax.set_title(f"{s['env']} ({s['preset']})", fontsize=9)
+    ax.set_title(f"{s['env']} ({s['preset']})" + (f"\n{s['variant']}" if s["variant"] else ""), fontsize=9)
     ax.set_xlabel("agent steps", fontsize=8)
     ax.set_ylabel("mean of last 100 games", fontsize=8)
     ax.grid(alpha=0.3)

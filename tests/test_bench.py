@@ -93,3 +93,25 @@ def test_games_table_names_the_actors_of_each_run_from_its_first_iteration(tmp_p
         assert s["actors"] == actors
         row = results_table({"BeamRider": s}, load_published()).splitlines()[-1]
         assert f"| fast | {actors} | {2 * per_iter:,} |" in row
+
+
+def test_games_table_names_the_flags_by_which_an_ab_variant_differs_from_its_preset(tmp_path):
+    # bench.games --set=--FLAG=VALUE runs a variant of the preset; config.json is the record of what ran, so
+    # the table names each learning setting that differs from the preset's, and a schedule the run
+    # stopped short of (--env_steps 10M with --stop_after_iterations), but not where or how it ran.
+    import json
+    from bench.games import load_published, results_table, summarize
+    from ppo1.config import Config
+    run = tmp_path / "BeamRider"
+    run.mkdir()
+    cfg = Config.for_preset("fast", env_name="BeamRiderNoFrameskip-v4", env_steps=10_000_000, ent_coef=0.02,
+                            optim_stepsize=0.000625, seed=3, envs_per_rank=8, model_name="x").to_dict()
+    (run / "config.json").write_text(json.dumps(cfg))
+    (run / "progress.csv").write_text("iteration,timesteps,ep_return_mean,time_elapsed\n"
+                                      "1,2048,400.0,3.0\n2,4096,410.0,6.0\n")
+    row = results_table({"BeamRider": summarize(str(run))}, load_published()).splitlines()[-1]
+    assert "| fast `--ent_coef 0.02 --optim_stepsize 0.000625 --env_steps 10000000` | 16 | 4,096 |" in row
+    cfg.update(env_steps=4096, ent_coef=0.01, optim_stepsize=0.00125)  # the preset's, run to its end
+    (run / "config.json").write_text(json.dumps(cfg))
+    row = results_table({"BeamRider": summarize(str(run))}, load_published()).splitlines()[-1]
+    assert "| fast | 16 | 4,096 |" in row
