@@ -278,7 +278,7 @@ def _finished(run_dir: str) -> bool:
         return False
     with open(config) as f:
         cfg = json.load(f)
-    per_iter = cfg["timesteps_per_actorbatch"] * NP * ENVS_PER_RANK
+    per_iter = cfg["timesteps_per_actorbatch"] * NP * cfg["envs_per_rank"]  # --set may give another
     rows = read_progress(progress)
     return bool(rows) and rows[-1][0] >= (cfg["env_steps"] // per_iter) * per_iter
 

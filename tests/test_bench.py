@@ -115,3 +115,15 @@ def test_games_table_names_the_flags_by_which_an_ab_variant_differs_from_its_pre
     (run / "config.json").write_text(json.dumps(cfg))
     row = results_table({"BeamRider": summarize(str(run))}, load_published()).splitlines()[-1]
     assert "| fast | 16 | 4,096 |" in row
+
+
+def test_a_games_run_with_other_envs_per_rank_is_finished_at_the_end_of_its_own_last_iteration(tmp_path):
+    # --set=--envs_per_rank=8 makes 16 actors: 2,048 steps per iteration, so a 2M schedule ends at 1,998,848
+    import json
+    from bench.games import _finished
+    (tmp_path / "config.json").write_text(json.dumps({"timesteps_per_actorbatch": 128, "envs_per_rank": 8,
+                                                      "env_steps": 2_000_000}))
+    for last, done in ((1_996_800, False), (1_998_848, True)):
+        (tmp_path / "progress.csv").write_text("iteration,timesteps,ep_return_mean,time_elapsed\n"
+                                               f"{last // 2048},{last},400.0,3.0\n")
+        assert _finished(str(tmp_path)) is done
