@@ -122,9 +122,19 @@ def variant(cfg: dict, steps: int, per_iter: int) -> str:
     base = Config.for_preset(cfg["preset"], env_name=cfg["env_name"]).to_dict()
     flags = [f"--{k} {v:g}" if isinstance(v, float) else f"--{k} {v}"
              for k, v in cfg.items() if k not in RUN_FIELDS and k in base and v != base[k]]
-    if cfg.get("env_steps", 0) - steps >= per_iter:
+    if steps < schedule_end(cfg.get("env_steps", 0), per_iter):
         flags.append(f"--env_steps {cfg['env_steps']}")
     return " ".join(flags)
+
+
+def per_iteration(raw: list[dict]) -> int:
+    """Agent steps per iteration (all actors) of a run, from the first row of its progress.csv."""
+    return int(raw[0]["timesteps"]) // int(raw[0]["iteration"])
+
+
+def schedule_end(env_steps: int, per_iter: int) -> int:
+    """The agent steps at which a schedule of env_steps ends: its last whole iteration."""
+    return (env_steps // per_iter) * per_iter
 
 
 def summarize(out_dir: str) -> dict | None:
@@ -137,8 +147,8 @@ def summarize(out_dir: str) -> dict | None:
     raw = read_csv(progress)
     rows = curve(raw)
     steps, final, seconds = rows[-1]
-    actors = int(raw[0]["timesteps"]) // (int(raw[0]["iteration"]) * cfg["timesteps_per_actorbatch"])
-    changes = variant(cfg, steps, actors * cfg["timesteps_per_actorbatch"])
+    actors = per_iteration(raw) // cfg["timesteps_per_actorbatch"]
+    changes = variant(cfg, steps, per_iteration(raw))
     play = ""
     if os.path.exists(os.path.join(out_dir, "play.txt")):
         with open(os.path.join(out_dir, "play.txt")) as f:
@@ -278,9 +288,8 @@ def _finished(run_dir: str) -> bool:
         return False
     with open(config) as f:
         cfg = json.load(f)
-    per_iter = cfg["timesteps_per_actorbatch"] * NP * cfg["envs_per_rank"]  # --set may give another
-    rows = read_progress(progress)
-    return bool(rows) and rows[-1][0] >= (cfg["env_steps"] // per_iter) * per_iter
+    raw = read_csv(progress)
+    return bool(raw) and int(raw[-1]["timesteps"]) >= schedule_end(cfg["env_steps"], per_iteration(raw))
 
 
 def report(out: str, labels: list[str], published: dict) -> str | None:
