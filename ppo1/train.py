@@ -35,7 +35,8 @@ def configure_threads(config: Config, comm: Comm, log=print) -> int:
     n = 1 if config.deterministic else config.num_threads or max(1, devices.cpu_count() // comm.local_size)
     n = devices.fit_threads(n, log)
     torch.set_num_threads(n)
-    torch.use_deterministic_algorithms(config.deterministic)
+    if config.deterministic or torch.are_deterministic_algorithms_enabled():
+        torch.use_deterministic_algorithms(config.deterministic)  # imports Inductor: ~1 s of CPU per process
     cv2.setNumThreads(1)
     return n
 

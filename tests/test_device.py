@@ -26,6 +26,19 @@ def error_lines(r):
     return [line for line in r.stderr.splitlines() if line.strip()]
 
 
+def test_threads_and_determinism_are_set_for_each_run_without_importing_inductor_when_off():
+    """torch.use_deterministic_algorithms imports Inductor (about a second of CPU per process); a run that
+    is not --deterministic skips it, and one after a --deterministic run in the same process turns it off."""
+    code = ("import sys, torch; from ppo1.config import Config; from ppo1.distributed import Comm; "
+            "from ppo1.train import configure_threads; "
+            "configure_threads(Config(), Comm()); print('torch._inductor' in sys.modules); "
+            "configure_threads(Config(deterministic=True), Comm()); print(torch.are_deterministic_algorithms_enabled()); "
+            "configure_threads(Config(), Comm()); print(torch.are_deterministic_algorithms_enabled())")
+    r = run_script("-c", 1, code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True", "False"]
+
+
 # ------------------------------------------------------------------ pure: parsing and mapping
 @pytest.mark.parametrize("text, parsed", [("auto", ("auto", None)), ("cpu", ("cpu", None)),
                                           ("cuda", ("cuda", None)), ("cuda:0", ("cuda", 0)),
