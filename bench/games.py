@@ -66,14 +66,9 @@ def read_csv(path: str) -> list[dict]:
         return list(csv.DictReader(f))
 
 
-def read_progress(path: str) -> list[tuple[int, float, float]]:
-    """(agent steps, mean return of the last 100 real games, cumulative seconds) of each row of a
-    progress.csv, over every resume of the run."""
-    return curve(read_csv(path))
-
-
 def curve(rows: list[dict]) -> list[tuple[int, float, float]]:
-    """read_progress's rows from progress.csv's rows as csv.DictReader reads them."""
+    """(agent steps, mean return of the last 100 real games, cumulative seconds) of each row of a
+    progress.csv as csv.DictReader reads them, over every resume of the run."""
     from ppo1.metrics import cumulative_seconds
 
     seconds = cumulative_seconds(float(r["time_elapsed"]) for r in rows)
@@ -147,8 +142,9 @@ def summarize(out_dir: str) -> dict | None:
     raw = read_csv(progress)
     rows = curve(raw)
     steps, final, seconds = rows[-1]
-    actors = per_iteration(raw) // cfg["timesteps_per_actorbatch"]
-    changes = variant(cfg, steps, per_iteration(raw))
+    per_iter = per_iteration(raw)
+    actors = per_iter // cfg["timesteps_per_actorbatch"]
+    changes = variant(cfg, steps, per_iter)
     play = ""
     if os.path.exists(os.path.join(out_dir, "play.txt")):
         with open(os.path.join(out_dir, "play.txt")) as f:
