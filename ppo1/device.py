@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error
+from ppo1.adam import Adam
 
 DEVICE_KINDS = ("auto", "cpu", "cuda", "cuda:N")
 
@@ -145,11 +146,13 @@ def set_rng_state(device: torch.device, state: torch.Tensor | None) -> None:
         torch.cuda.set_rng_state(state, device)
 
 
-def make_adam(params, device: torch.device, lr: float, eps: float) -> torch.optim.Adam:
-    """Adam with the parameters' state on `device`: fused kernels on CUDA, torch's default on the CPU."""
+def make_adam(params, device: torch.device, lr: float, eps: float):
+    """Adam with the parameters' state on `device`: torch's fused kernels on CUDA; on the CPU ppo1's own
+    (ppo1.adam: torch's CPU arithmetic without the import of torch._dynamo that torch's optimizers make,
+    over a second of CPU per process). Both keep torch.optim.Adam's state_dict layout."""
     if device.type == "cuda":
         return torch.optim.Adam(params, lr=lr, eps=eps, fused=True)
-    return torch.optim.Adam(params, lr=lr, eps=eps)
+    return Adam(params, lr=lr, eps=eps)
 
 
 def batched_act(policy, device: torch.device, obs: np.ndarray) -> Callable[[np.ndarray], tuple]:
