@@ -156,7 +156,7 @@ def summarize(out_dir: str) -> dict | None:
 
 def results_table(rows: dict[str, dict], published: dict) -> str:
     """The markdown table of the set: one row per game (label -> summarize())."""
-    head = ("| game | env id | preset | actors | agent steps | minutes | SPS | 0.5M | 1M | 2M | ppo2 1M / 2M | "
+    head = ("| game | env id | preset | actors | agent steps | minutes | SPS | 0.5M | 1M | 2M | at end | ppo2 1M / 2M | "
             "CleanRL 1M / 2M | 10M finals: paper / ppo2 / CleanRL | HNS at end |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, s in rows.items():
@@ -169,7 +169,7 @@ def results_table(rows: dict[str, dict], published: dict) -> str:
             f"| {name} | `{s['env']}`{note} | {preset} | {s['actors']} | {s['steps']:,} | {s['minutes']:.1f} | "
             f"{s['sps']:.0f} | "
             + " | ".join(_fmt(s["marks"][m]) for m in MARKS)
-            + f" | {ref('ppo2') if ref else '–'} | {ref('cleanrl') if ref else '–'} | {finals} | "
+            + f" | {_fmt(s['final'])} | {ref('ppo2') if ref else '–'} | {ref('cleanrl') if ref else '–'} | {finals} | "
             + (f"{hns(s['final'], pub):.2f}" if pub and not math.isnan(s["final"]) else "–") + " |")
     return "\n".join(lines) + "\n"
 

@@ -95,6 +95,20 @@ def test_games_table_names_the_actors_of_each_run_from_its_first_iteration(tmp_p
         assert f"| fast | {actors} | {2 * per_iter:,} |" in row
 
 
+def test_games_table_gives_the_score_at_the_end_of_a_run_longer_than_its_last_mark(tmp_path):
+    # A 10M run's table row reads the curve at 0.5M / 1M / 2M and, in its own column, where the run ended.
+    import json
+    from bench.games import load_published, results_table, summarize
+    run = tmp_path / "BeamRider"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"env_name": "BeamRiderNoFrameskip-v4", "preset": "fast",
+                                                 "timesteps_per_actorbatch": 128}))
+    rows = [f"{i},{i * 500_000},{50.0 * i},{30.0 * i}" for i in range(1, 9)]
+    (run / "progress.csv").write_text("iteration,timesteps,ep_return_mean,time_elapsed\n" + "\n".join(rows) + "\n")
+    row = results_table({"BeamRider": summarize(str(run))}, load_published()).splitlines()[-1]
+    assert "| 4,000,000 | 4.0 | 16667 | 50.0 | 100.0 | 200.0 | 400.0 |" in row
+
+
 def test_games_table_names_the_flags_by_which_an_ab_variant_differs_from_its_preset(tmp_path):
     # bench.games --set=--FLAG=VALUE runs a variant of the preset; config.json is the record of what ran, so
     # the table names each learning setting that differs from the preset's, and a schedule the run
