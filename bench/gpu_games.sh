@@ -7,7 +7,7 @@
 # stopped. Also in $OUT: progress.csv, config.json, console.log, gpu.txt.
 #
 #   GAME=BeamRider TRAIN_SECONDS=515 bash bench/gpu_games.sh        # (device run, carry .whl-atari)
-#   GAME=BeamRider TRAIN_SECONDS=515 RESUME=assets/games/fast-10M-gpu/BeamRider/resume.tar.gz \
+#   GAME=Breakout TRAIN_SECONDS=515 RESUME=assets/games/fast-10M-gpu/Breakout/resume.tar.gz   \
 #       bash bench/gpu_games.sh                                      # the next chunk of a committed run
 #
 #   GAME (default BeamRider): <GAME>NoFrameskip-v4; NP x ENVS actors (default 16 x 8 = 128);
