@@ -4,8 +4,9 @@
     python -m bench.games --preset fast --steps 2e6 --games ALE/Pong-v5      # sticky actions
     python -m bench.games --preset fast --steps 2e6 --games Pong --only report   # table and grid only
 
-Each game trains with `mpirun -np 2 python -m run_atari --preset P --envs_per_rank 4 --env_name
-<Game>NoFrameskip-v4 --env_steps S --seed N` (8 actors); a rerun continues the runs it finds (a run is
+Each game trains with `mpirun -np 2 python -m run_atari --preset P --env_name <Game>NoFrameskip-v4
+--env_steps S --seed N`: `fast` on 2 ranks x 16 envs (its 32 actors), other presets with
+`--envs_per_rank 4` (8 actors, the paper's); a rerun continues the runs it finds (a run is
 a normal ppo1 run directory under --checkpoint_dir, resumed as any run) and skips the finished ones.
 After training, `--mode play --episodes 10` and a greedy GIF of the start of one game.
 
@@ -31,7 +32,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUBLISHED = os.path.join(REPO, "bench", "published.json")
-NP, ENVS_PER_RANK = 2, 4
+NP, ENVS_PER_RANK = 2, 4  # ranks; envs per rank for a preset that does not set its actors
 MARKS = (500_000, 1_000_000, 2_000_000)  # agent steps at which the table reads the curve
 GIF_FRAMES = 900  # 15 s of game
 
@@ -240,9 +241,11 @@ def run_game(env: str, args, run_name: str, out_dir: str) -> int:
     """Train (or continue) one game's run, then play and record it; copy its small files to out_dir."""
     run_dir = os.path.join(args.checkpoint_dir, run_name)
     common = ["--checkpoint_dir", args.checkpoint_dir, "--model_name", run_name]
-    train = [*_mpirun(), sys.executable, "-m", "run_atari", "--preset", args.preset, "--env_name", env,
-             "--envs_per_rank", str(ENVS_PER_RANK), "--env_steps", str(args.steps), "--seed", str(args.seed),
-             *common, *args.extra]
+    from ppo1.config import preset_values
+    actors = [] if "envs_per_rank" in preset_values({"preset": args.preset, "env_name": env}, NP) else \
+        ["--envs_per_rank", str(ENVS_PER_RANK)]  # a preset that sets its actors (fast: 32) has them
+    train = [*_mpirun(), sys.executable, "-m", "run_atari", "--preset", args.preset, "--env_name", env, *actors,
+             "--env_steps", str(args.steps), "--seed", str(args.seed), *common, *args.extra]
     if not _finished(run_dir):
         start = time.time()
         code = _run(train)

@@ -48,10 +48,10 @@ def train(config: Config | None = None, *, fresh: bool = False, stop_after_itera
     it exists, unless `fresh`. log=None trains silently. Returns a TrainResult; raises PPO1Error."""
     if config is not None and settings:
         raise PPO1Error(f"give train() a Config or settings, not both (got {sorted(settings)})")
-    config = (config if config is not None else Config.for_preset(**settings)).validate()
+    comm = _comm()
+    config = (config if config is not None else Config.for_preset(n_ranks=comm.size, **settings)).validate()
     from ppo1.train import Trainer
 
-    comm = _comm()
     trainer = Trainer(config, comm, log if (log and comm.is_root) else (lambda *a, **k: None), fresh,
                       stop_after_iterations)
     out = trainer.run()

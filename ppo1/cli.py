@@ -165,9 +165,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def build_config(args: argparse.Namespace) -> Config:
+def build_config(args: argparse.Namespace, n_ranks: int = 1) -> Config:
     """Config from the flags given; on top of the run's saved config.json when there is one, else on
-    top of the defaults of the env's family (Atari: the PPO paper's; vector observations: VECTOR_DEFAULTS)."""
+    top of the preset's values for n_ranks ranks (default: the env family's; Atari: the PPO paper's,
+    vector observations: VECTOR_DEFAULTS)."""
     given = _given_config_flags(args)
     run_dir = os.path.join(given.get("checkpoint_dir", Config.checkpoint_dir),
                            given.get("model_name", Config.model_name))
@@ -179,7 +180,7 @@ def build_config(args: argparse.Namespace) -> Config:
             raise PPO1Error(f"--preset={given['preset']} differs from the run's preset {base.preset!r} "
                             f"({run_dir}); give --fresh to start a new run with it")
     else:
-        base = dataclasses.replace(base, **preset_values(given))
+        base = dataclasses.replace(base, **preset_values(given, n_ranks))
     return dataclasses.replace(base, **given).validate()
 
 
@@ -233,7 +234,7 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
             raise KeyboardInterrupt
         error, config = None, None
         try:
-            config = build_config(args)
+            config = build_config(args, comm.size)
             _apply_mode_flags(args)
         except PPO1Error as e:
             error = e

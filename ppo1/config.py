@@ -101,6 +101,17 @@ def fast_budget(env_name: str) -> int:
     return FAST_BUDGETS.get(env_name, FAST_DEFAULT_BUDGET)
 
 
+# `fast`'s actors (ranks x envs_per_rank) when --envs_per_rank is not given, measured by bench.games at 2M
+# agent steps (docs/learning.md, "A/B rows on the shortfalls"): with 32 actors (2 ranks x 16 envs) every
+# game met its target, BeamRider with 1,366.6 where 8 actors reached 612.8 of ppo2's 699.
+FAST_ACTORS = 32
+
+
+def fast_envs_per_rank(n_ranks: int) -> int:
+    """The envs per rank that give `--preset fast` its FAST_ACTORS actors on n_ranks ranks (rounded up)."""
+    return max(1, -(-FAST_ACTORS // max(1, n_ranks)))
+
+
 # One line per preset for --help and the docs.
 PRESET_HELP = {
     "paper": "the PPO paper's Table 5: small CNN, T 128, 3 epochs, step size 2.5e-4 and clip 0.1 annealed "
@@ -109,8 +120,8 @@ PRESET_HELP = {
     "cleanrl": "CleanRL ppo_atari / baselines ppo2: Nature CNN, 4 epochs, orthogonal init, c1 0.25, "
                "gradient clipping 0.5, per-minibatch advantages, clip 0.1 constant",
     "fast": "fewest minutes on a few CPU cores: cleanrl's settings with the small CNN at 5x the step size "
-            "(warmed up over 100k steps), frames centred; trains PongNoFrameskip-v4 for 1.1M agent steps (won), "
-            "every other game for 2M (see docs/learning.md)",
+            "(warmed up over 100k steps), frames centred, 32 actors (envs_per_rank = 32 / ranks, rounded up); "
+            "trains PongNoFrameskip-v4 for 1.1M agent steps (won), every other game for 2M (see docs/learning.md)",
     "mujoco": "vector-observation envs (their default): baselines' run_mujoco, MLP 2x64 tanh, T 2048, "
               "10 epochs, step size 3e-4, clip 0.2",
     "procgen": "procgen:<game> envs (their default and only preset): the Procgen paper's easy mode, IMPALA CNN, "
@@ -118,11 +129,12 @@ PRESET_HELP = {
 }
 
 
-def preset_values(given: dict) -> dict:
-    """The values of the preset (--preset, else the env family's default) for a new run.
+def preset_values(given: dict, n_ranks: int = 1) -> dict:
+    """The values of the preset (--preset, else the env family's default) for a new run on n_ranks ranks.
 
     Atari: `paper` unless --preset names another; vector observations: `mujoco` (VECTOR_DEFAULTS);
-    `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and only for it.
+    `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and only for it. `fast`
+    also sets envs_per_rank, so that the ranks step FAST_ACTORS envs in all.
     """
     from ppo1.envs import is_atari, is_procgen
     env_name = given.get("env_name", Config.env_name)
@@ -142,6 +154,7 @@ def preset_values(given: dict) -> dict:
     values = {"preset": name, **PRESETS[name]}
     if name == "fast":
         values["env_steps"] = fast_budget(given.get("env_name", Config.env_name))
+        values["envs_per_rank"] = fast_envs_per_rank(n_ranks)
     return values
 
 
@@ -192,7 +205,8 @@ class Config:
         " ranks wait meanwhile); 0 = no videos")
     video_max_frames: int = setting(18_000,
         "train: a video is cut after this many emulator frames (60 per second of game)")
-    envs_per_rank: int = setting(1, "envs stepped together by each MPI rank (actors = ranks x envs_per_rank)")
+    envs_per_rank: int = setting(1, "envs stepped together by each MPI rank (actors = ranks x envs_per_rank; "
+                                      "--preset fast: 32 actors in all, rounded up)")
     save_interval: int = setting(50, "iterations between checkpoints (one is always written at the end)")
     sync_check_interval: int = setting(10, "iterations between checks that all ranks hold identical parameters")
     num_threads: int = setting(0, "torch threads per rank; 0 = cores available divided by the ranks on the node")
@@ -389,14 +403,14 @@ class Config:
         return frozenset(f.name for f in fields(cls))
 
     @classmethod
-    def for_preset(cls, preset: str | None = None, **fields) -> "Config":
-        """The Config that `python -m run_atari --preset PRESET --FIELD VALUE ...` builds for a new run: the
-        preset's values (default: the env family's) for every field not given. Validated."""
+    def for_preset(cls, preset: str | None = None, n_ranks: int = 1, **fields) -> "Config":
+        """The Config that `python -m run_atari --preset PRESET --FIELD VALUE ...` builds for a new run on
+        n_ranks ranks: the preset's values (default: the env family's) for every field not given. Validated."""
         given = {**({"preset": preset} if preset is not None else {}), **fields}
         unknown = sorted(set(given) - cls.field_names())
         if unknown:
             raise PPO1Error(f"{unknown[0]!r} is not a setting (the settings are run_atari's flags without --)")
-        return dataclasses.replace(cls(), **{**preset_values(given), **given}).validate()
+        return dataclasses.replace(cls(), **{**preset_values(given, n_ranks), **given}).validate()
 
     @classmethod
     def from_dict(cls, data: dict) -> "Config":

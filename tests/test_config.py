@@ -91,10 +91,21 @@ def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
     assert base.gamma == 0.99 and base.vf_coef == 1.0
     fast = dataclasses.replace(Config(), **preset_values({"preset": "fast"}))
     clean = dataclasses.replace(Config(), **preset_values({"preset": "cleanrl"}))
-    assert (fast.model_type, fast.optim_stepsize, fast.env_steps, fast.lr_warmup, fast.frame_norm) == (
-        "small", 1.25e-3, 1_100_000, 100_000, "center")
+    assert (fast.model_type, fast.optim_stepsize, fast.env_steps, fast.lr_warmup, fast.frame_norm,
+            fast.envs_per_rank) == ("small", 1.25e-3, 1_100_000, 100_000, "center", 32)
     assert dataclasses.replace(fast, preset="cleanrl", model_type="large", optim_stepsize=2.5e-4,
-                               env_steps=10_000_000, lr_warmup=0, frame_norm="scale") == clean
+                               env_steps=10_000_000, lr_warmup=0, frame_norm="scale", envs_per_rank=1) == clean
+
+
+@pytest.mark.parametrize("n_ranks, envs_per_rank", [(1, 32), (2, 16), (4, 8), (3, 11), (16, 2), (64, 1)])
+def test_fast_steps_32_envs_over_the_ranks_it_runs_on_unless_envs_per_rank_is_given(n_ranks, envs_per_rank):
+    # 32 actors met every game's 2M target where 8 fell short on BeamRider; 3 ranks round up to 33.
+    from ppo1.cli import build_config, build_parser
+    assert Config.for_preset("fast", n_ranks=n_ranks).envs_per_rank == envs_per_rank
+    assert Config.for_preset("fast", n_ranks=n_ranks, envs_per_rank=4).envs_per_rank == 4
+    assert Config.for_preset("cleanrl", n_ranks=n_ranks).envs_per_rank == 1
+    args = build_parser().parse_args(["--preset", "fast", "--checkpoint_dir", "/nonexistent", "--model_name", "x"])
+    assert build_config(args, n_ranks).envs_per_rank == envs_per_rank
 
 
 @pytest.mark.parametrize("env_name, steps", [("PongNoFrameskip-v4", 1_100_000), ("BreakoutNoFrameskip-v4", 2_000_000),
