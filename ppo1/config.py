@@ -109,7 +109,7 @@ FAST_ACTORS = 32
 
 def fast_envs_per_rank(n_ranks: int) -> int:
     """The envs per rank that give `--preset fast` its FAST_ACTORS actors on n_ranks ranks (rounded up)."""
-    return max(1, -(-FAST_ACTORS // max(1, n_ranks)))
+    return -(-FAST_ACTORS // max(1, n_ranks))
 
 
 # One line per preset for --help and the docs.
