@@ -7,7 +7,8 @@
 Each game trains with `mpirun -np 2 python -m run_atari --preset P --env_name <Game>NoFrameskip-v4
 --env_steps S --seed N`: `fast` on 2 ranks x 16 envs (its 32 actors), other presets with
 `--envs_per_rank 4` (8 actors, the paper's); a rerun continues the runs it finds (a run is
-a normal ppo1 run directory under --checkpoint_dir, resumed as any run) and skips the finished ones.
+a normal ppo1 run directory under --checkpoint_dir, resumed as any run) and skips the finished ones;
+one it finds with other settings than this benchmark's (left by an older preset) it refuses in one line.
 After training, `--mode play --episodes 10` and a greedy GIF of the start of one game.
 
 Writes, per game, under --out (default assets/games/<preset>-<steps>/<Game>[-v5]/): config.json,
@@ -244,8 +245,14 @@ def run_game(env: str, args, run_name: str, out_dir: str) -> int:
     from ppo1.config import preset_values
     actors = [] if "envs_per_rank" in preset_values({"preset": args.preset, "env_name": env}, NP) else \
         ["--envs_per_rank", str(ENVS_PER_RANK)]  # a preset that sets its actors (fast: 32) has them
-    train = [*_mpirun(), sys.executable, "-m", "run_atari", "--preset", args.preset, "--env_name", env, *actors,
-             "--env_steps", str(args.steps), "--seed", str(args.seed), *common, *args.extra]
+    flags = ["--preset", args.preset, "--env_name", env, *actors, "--env_steps", str(args.steps),
+             "--seed", str(args.seed), *common, *args.extra]
+    stale = _other_settings(flags, NP)
+    if stale:
+        print(f"bench.games: {run_dir} holds a run with other settings than this benchmark's ({stale}); "
+              f"name this one with --tag, or move that run away")
+        return 2
+    train = [*_mpirun(), sys.executable, "-m", "run_atari", *flags]
     if not _finished(run_dir):
         start = time.time()
         code = _run(train)
@@ -278,6 +285,21 @@ def run_game(env: str, args, run_name: str, out_dir: str) -> int:
             return code or 1
         shutil.copyfile(os.path.join(assets, run_name, gifs[-1]), os.path.join(out_dir, "greedy.gif"))
     return 0
+
+
+def _other_settings(flags: list[str], n_ranks: int) -> str:
+    """How the run that run_atari would continue with these flags (its saved config.json, the flags on
+    top) differs from a new run with them (the preset as it is now, the flags on top), e.g.
+    "envs_per_rank 4, not 16" for a run left by an older `fast`; '' when they agree or there is no run."""
+    from ppo1.cli import build_config, build_parser
+    from ppo1.config import MACHINE_FIELDS
+    from ppo1 import PPO1Error
+    try:
+        saved = build_config(build_parser().parse_args(flags), n_ranks).to_dict()
+    except PPO1Error as e:
+        return str(e)
+    new = build_config(build_parser().parse_args([*flags, "--fresh"]), n_ranks).to_dict()
+    return ", ".join(f"{k} {saved[k]}, not {new[k]}" for k in new if k not in MACHINE_FIELDS and saved[k] != new[k])
 
 
 def _finished(run_dir: str) -> bool:

@@ -141,3 +141,29 @@ def test_a_games_run_with_other_envs_per_rank_is_finished_at_the_end_of_its_own_
         (tmp_path / "progress.csv").write_text("iteration,timesteps,ep_return_mean,time_elapsed\n"
                                                f"{last // 2048},{last},400.0,3.0\n")
         assert _finished(str(tmp_path)) is done
+
+
+def test_games_refuses_to_continue_or_report_a_run_left_with_other_settings_by_an_older_preset(tmp_path, capsys):
+    # A run of `fast` from when it had 8 actors (envs_per_rank 4) under the same name: run_atari would continue
+    # it with its saved settings, and a finished one would be reported as this benchmark's. One line, exit 2.
+    import json
+    from bench.games import _other_settings, main
+    from ppo1.config import Config
+    ckpt = tmp_path / "checkpoints"
+    run = ckpt / "fast-Pong-seed0"
+    run.mkdir(parents=True)
+    flags = ["--preset", "fast", "--env_name", "PongNoFrameskip-v4", "--env_steps", "2000000", "--seed", "0",
+             "--checkpoint_dir", str(ckpt), "--model_name", "fast-Pong-seed0"]
+    saved = Config.for_preset("fast", n_ranks=2, env_name="PongNoFrameskip-v4", env_steps=2_000_000,
+                              checkpoint_dir=str(ckpt), model_name="fast-Pong-seed0")
+    (run / "config.json").write_text(json.dumps(saved.to_dict()))
+    assert _other_settings(flags, 2) == ""  # fast as it is now: continued as it is
+    (run / "config.json").write_text(json.dumps({**saved.to_dict(), "envs_per_rank": 4}))
+    assert _other_settings(flags, 2) == "envs_per_rank 4, not 16"
+    assert _other_settings([*flags, "--envs_per_rank", "4"], 2) == ""  # asked for: the flag wins, as on resume
+    code = main(["--games", "Pong", "--steps", "2e6", "--checkpoint_dir", str(ckpt), "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 2 and len(out) == 1
+    assert out[0].startswith(f"bench.games: {run} holds a run with other settings than this benchmark's "
+                             "(envs_per_rank 4, not 16)")
+    assert not (tmp_path / "out").exists()
