@@ -9,7 +9,10 @@ if __name__ == "__main__":
         held = HeldInterrupt().hold()  # Ctrl-C waits until every rank is past MPI_Init (see HeldInterrupt)
         from ppo1.cli import main
 
-        sys.exit(main(held=held))
+        code = main(held=held)
+        sys.stdout.flush()  # before MPI_Finalize (mpi4py's atexit), which Python runs before its own flush
+        sys.stderr.flush()
+        sys.exit(code)
     except KeyboardInterrupt:  # Ctrl-C before the hold (while ppo1.launch loads): one line from rank 0
         from ppo1.launch import say_interrupted_while_starting
 

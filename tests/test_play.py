@@ -22,7 +22,7 @@ def test_play_splits_games_over_two_ranks_and_reports_each_pong_score_and_the_me
     r = run_cli(["--mode", "play", "--episodes", "2", "--checkpoint_dir", str(ck), "--model_name", name], np_=2)
     assert r.returncode == 0, r.stderr
     games = GAME.findall(r.stdout)
-    assert sorted(int(g[0]) for g in games) == [1, 2]
+    assert sorted(int(g[0]) for g in games) == [1, 2], r.stdout
     assert sorted(g[4] for g in games) == ["0", "1"], "each rank plays one of the two games"
     scores = [int(g[2]) for g in games]
     assert all(-21 <= s <= -19 for s in scores), scores  # a barely trained policy loses whole games
