@@ -247,7 +247,12 @@ def run_game(env: str, args, run_name: str, out_dir: str) -> int:
         ["--envs_per_rank", str(ENVS_PER_RANK)]  # a preset that sets its actors (fast: 32) has them
     flags = ["--preset", args.preset, "--env_name", env, *actors, "--env_steps", str(args.steps),
              "--seed", str(args.seed), *common, *args.extra]
-    stale = _other_settings(flags, NP)
+    from ppo1 import PPO1Error
+    try:
+        stale = _other_settings(flags, NP, run_dir)
+    except PPO1Error as e:  # a setting of --set run_atari would refuse
+        print(f"bench.games: {e}")
+        return 2
     if stale:
         print(f"bench.games: {run_dir} holds a run with other settings than this benchmark's ({stale}); "
               f"name this one with --tag, or move that run away")
@@ -287,18 +292,21 @@ def run_game(env: str, args, run_name: str, out_dir: str) -> int:
     return 0
 
 
-def _other_settings(flags: list[str], n_ranks: int) -> str:
-    """How the run that run_atari would continue with these flags (its saved config.json, the flags on
-    top) differs from a new run with them (the preset as it is now, the flags on top), e.g.
-    "envs_per_rank 4, not 16" for a run left by an older `fast`; '' when they agree or there is no run."""
+def _other_settings(flags: list[str], n_ranks: int, run_dir: str) -> str:
+    """How the run in run_dir that run_atari would continue with these flags (its saved config.json, the
+    flags on top) differs from a new run with them (the preset as it is now, the flags on top), e.g.
+    "envs_per_rank 4, not 16" for a run left by an older `fast`; '' when they agree or there is no run.
+    Raises PPO1Error for flags a new run would refuse."""
+    from ppo1 import PPO1Error
     from ppo1.cli import build_config, build_parser
     from ppo1.config import MACHINE_FIELDS
-    from ppo1 import PPO1Error
+    new = build_config(build_parser().parse_args([*flags, "--fresh"]), n_ranks).to_dict()
+    if not os.path.exists(os.path.join(run_dir, "config.json")):
+        return ""
     try:
         saved = build_config(build_parser().parse_args(flags), n_ranks).to_dict()
     except PPO1Error as e:
         return str(e)
-    new = build_config(build_parser().parse_args([*flags, "--fresh"]), n_ranks).to_dict()
     return ", ".join(f"{k} {saved[k]}, not {new[k]}" for k in new if k not in MACHINE_FIELDS and saved[k] != new[k])
 
 

@@ -157,13 +157,22 @@ def test_games_refuses_to_continue_or_report_a_run_left_with_other_settings_by_a
     saved = Config.for_preset("fast", n_ranks=2, env_name="PongNoFrameskip-v4", env_steps=2_000_000,
                               checkpoint_dir=str(ckpt), model_name="fast-Pong-seed0")
     (run / "config.json").write_text(json.dumps(saved.to_dict()))
-    assert _other_settings(flags, 2) == ""  # fast as it is now: continued as it is
+    assert _other_settings(flags, 2, str(run)) == ""  # fast as it is now: continued as it is
     (run / "config.json").write_text(json.dumps({**saved.to_dict(), "envs_per_rank": 4}))
-    assert _other_settings(flags, 2) == "envs_per_rank 4, not 16"
-    assert _other_settings([*flags, "--envs_per_rank", "4"], 2) == ""  # asked for: the flag wins, as on resume
+    assert _other_settings(flags, 2, str(run)) == "envs_per_rank 4, not 16"
+    assert _other_settings([*flags, "--envs_per_rank", "4"], 2, str(run)) == ""  # asked for: the flag wins, as on resume
     code = main(["--games", "Pong", "--steps", "2e6", "--checkpoint_dir", str(ckpt), "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 2 and len(out) == 1
     assert out[0].startswith(f"bench.games: {run} holds a run with other settings than this benchmark's "
                              "(envs_per_rank 4, not 16)")
     assert not (tmp_path / "out").exists()
+
+
+def test_games_refuses_a_bad_set_flag_in_one_line_before_any_run(tmp_path, capsys):
+    from bench.games import main
+    code = main(["--games", "Pong", "--set=--ent_coef=-1", "--tag", "bad", "--checkpoint_dir", str(tmp_path),
+                 "--out", str(tmp_path / "out")])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 2 and len(out) == 1 and out[0].startswith("bench.games: --ent_coef=-1") and "holds" not in out[0]
+    assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
