@@ -10,8 +10,9 @@ if __name__ == "__main__":
         from ppo1.cli import main
 
         code = main(held=held)
-        sys.stdout.flush()  # before MPI_Finalize (mpi4py's atexit), which Python runs before its own flush
-        sys.stderr.flush()
+        from ppo1.distributed import flush_console
+
+        flush_console()  # before MPI_Finalize (mpi4py's atexit), which Python runs before its own flush
         sys.exit(code)
     except KeyboardInterrupt:  # Ctrl-C before the hold (while ppo1.launch loads): one line from rank 0
         from ppo1.launch import say_interrupted_while_starting

@@ -33,7 +33,7 @@ def mpi_environment(environ: dict) -> dict[str, str]:
     return {} if "UCX_DEBUG_SIGNO" in environ else {"UCX_DEBUG_SIGNO": "0"}
 
 
-def _flush_console() -> None:
+def flush_console() -> None:
     """Flush stdout and stderr; a console that is gone (a closed terminal: EIO, a closed pipe: EPIPE) is skipped."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -202,7 +202,7 @@ class Comm:
         """End this rank now with `code` after a clean MPI_Finalize, skipping the interpreter's own
         shutdown: that shutdown puts SIGINT/SIGTERM back to the default action, so a second signal
         arriving then killed the rank without a word (exit 15). Everything must be written and closed."""
-        _flush_console()
+        flush_console()
         if self._comm is not None:
             from mpi4py import MPI
             if not MPI.Is_finalized():
@@ -211,7 +211,7 @@ class Comm:
 
     def abort(self, code: int = 1) -> None:
         """End every rank of the job now (MPI_Abort); in one process, exit."""
-        _flush_console()
+        flush_console()
         if self.size > 1:
             wait_for_launcher_to_read()  # else the launcher may end the job before it prints our last lines
             self._comm.Abort(code)
