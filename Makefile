@@ -29,8 +29,8 @@ $(VENV)/.installed: setup.py
 	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $@
 
-# `make train`: Pong with --preset fast on 2 ranks x 16 envs (fast's 32 actors); ends by itself (about 30 minutes
-# on 2 cores). Another PRESET runs 4 envs per rank (8 actors, the paper's).
+# `make train`: Pong with --preset fast on 2 ranks x 4 envs (fast's 8 actors on Pong); ends by itself (18 to 42
+# minutes on 2 cores). Another PRESET runs 4 envs per rank (8 actors, the paper's).
 ENVS   := $(if $(filter fast,$(PRESET)),,--envs_per_rank 4)
 train: venv
 	$(PY) -m run_atari --np $(NP) --preset $(PRESET) --env_name $(ENV) $(ENVS) --model_name $(RUN) $(ARGS)

@@ -5,8 +5,8 @@
     python -m bench.games --preset fast --steps 2e6 --games Pong --only report   # table and grid only
 
 Each game trains with `mpirun -np 2 python -m run_atari --preset P --env_name <Game>NoFrameskip-v4
---env_steps S --seed N`: `fast` on 2 ranks x 16 envs (its 32 actors), other presets with
-`--envs_per_rank 4` (8 actors, the paper's); a rerun continues the runs it finds (a run is
+--env_steps S --seed N`: `fast` with its own actors (2 ranks x 16 envs; Pong v4 2 x 4), other presets
+with `--envs_per_rank 4` (8 actors, the paper's); a rerun continues the runs it finds (a run is
 a normal ppo1 run directory under --checkpoint_dir, resumed as any run) and skips the finished ones;
 one it finds with other settings than this benchmark's (left by an older preset) it refuses in one line.
 After training, `--mode play --episodes 10` and a greedy GIF of the start of one game.
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import math
 import os
@@ -114,9 +115,12 @@ RUN_FIELDS = frozenset({"env_name", "env_steps", "preset", "model_name", "checkp
 def variant(cfg: dict, steps: int, per_iter: int) -> str:
     """The flags by which a run differs from its preset (an A/B variant): each learning setting of its
     config.json that `--preset P --env_name E` sets otherwise, and --env_steps when the run stopped at
-    least an iteration before its schedule's end (a schedule longer than the steps it ran)."""
-    from ppo1.config import Config
-    base = Config.for_preset(cfg["preset"], env_name=cfg["env_name"]).to_dict()
+    least an iteration before its schedule's end (a schedule longer than the steps it ran). The preset is
+    taken at the run's actors (per_iter / T), since `fast` sets its minibatch by them."""
+    from ppo1.config import Config, preset_values
+    given = {"preset": cfg["preset"], "env_name": cfg["env_name"],
+             "envs_per_rank": max(1, per_iter // cfg["timesteps_per_actorbatch"])}
+    base = dataclasses.replace(Config(), **{**preset_values(given), **given}).to_dict()
     flags = [f"--{k} {v:g}" if isinstance(v, float) else f"--{k} {v}"
              for k, v in cfg.items() if k not in RUN_FIELDS and k in base and v != base[k]]
     if steps < schedule_end(cfg.get("env_steps", 0), per_iter):
@@ -295,7 +299,7 @@ def run_game(env: str, args, run_name: str, out_dir: str) -> int:
 def _other_settings(flags: list[str], n_ranks: int, run_dir: str) -> str:
     """How the run in run_dir that run_atari would continue with these flags (its saved config.json, the
     flags on top) differs from a new run with them (the preset as it is now, the flags on top), e.g.
-    "envs_per_rank 4, not 16" for a run left by an older `fast`; '' when they agree or there is no run.
+    "optim_batchsize 32, not 8" for a run left by an older `fast`; '' when they agree or there is no run.
     Raises PPO1Error for flags a new run would refuse."""
     from ppo1 import PPO1Error
     from ppo1.cli import build_config, build_parser

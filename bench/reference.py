@@ -51,7 +51,7 @@ PUBLISHED = {
 
 
 def resolve_config(preset: str, env_name: str, overrides: dict):
-    """The Config ppo1 builds for `--preset preset` plus the given overrides."""
+    """The Config ppo1 builds for `--preset preset` plus the given overrides on ACTORS actors."""
     from ppo1.cli import preset_values
     from ppo1.config import Config
 
@@ -59,7 +59,8 @@ def resolve_config(preset: str, env_name: str, overrides: dict):
     if unknown:
         raise PPO1Error(f"--set {unknown[0]}=...: no such setting (the names are run_atari's flags without --)")
     given = {"preset": preset, "env_name": env_name, **overrides}
-    return dataclasses.replace(Config(), **{**preset_values(given), **given}).validate()
+    at = {"envs_per_rank": ACTORS}  # the preset as it is for this benchmark's actors (fast sets its minibatch by them)
+    return dataclasses.replace(Config(), **{**preset_values({**given, **at}), **given}).validate()
 
 
 def _parse_set(items: list[str]) -> dict:

@@ -66,7 +66,7 @@ PRESETS: dict[str, dict] = {
     # 2 (a constant network, runs V and W2 in docs/learning.md, "Dead units").
     # Centred frames keep most first-layer filters alive (a background shared by every pixel moved all
     # of a filter's weights together): seed 0 at +18.7 after 0.5M steps where it was at -12.1 (run X).
-    # Its env_steps depend on the game: FAST_BUDGETS.
+    # Its env_steps and actors depend on the game (FAST_GAMES), its optim_batchsize on the actors (FAST_MINIBATCH).
     "fast": {**_CLEANRL, "model_type": "small", "optim_stepsize": 1.25e-3, "lr_warmup": 100_000,
              "frame_norm": "center"},
 }
@@ -89,27 +89,37 @@ PROCGEN_PRESET = {
 }
 
 
-# `fast`'s budget (env_steps, over which the step size anneals) by env id, measured by bench.games (results
-# in docs/learning.md, "Games benchmark"): Pong is won by 1.1M; every other game (and Pong with sticky
-# actions) trains for FAST_DEFAULT_BUDGET, where the games benchmark compares it with the published curves.
-FAST_BUDGETS = {"PongNoFrameskip-v4": 1_100_000}
-FAST_DEFAULT_BUDGET = 2_000_000
+# `fast` by env id, measured by bench.games (docs/learning.md, "Games benchmark"): the agent steps it trains
+# for (env_steps, over which the step size anneals) and its actors (ranks x envs_per_rank), each unless given.
+# Pong is won in 1.1M steps by 8 actors (seeds 0-3 ended by themselves at +20.14 to +20.73; 32 actors ended
+# seed 0 at +20.06 with minibatches of 1,024 and at +19.33 with FAST_MINIBATCH's 256). Every other game (and
+# Pong with sticky actions) trains 32 actors for FAST_DEFAULT's 2M, where the games benchmark compares it
+# with the published curves: with 32 actors every game met its target, BeamRider with 1,366.6 where 8 actors
+# reached 612.8 of ppo2's 699.
+FAST_GAMES = {"PongNoFrameskip-v4": {"env_steps": 1_100_000, "actors": 8}}
+FAST_DEFAULT = {"env_steps": 2_000_000, "actors": 32}
+# `fast`'s minibatch in samples (optim_batchsize per actor x actors) whatever the actors, so that 32 actors
+# take as many gradient steps per agent step as 8 (16 minibatches per epoch rather than 4): at 2M, Qbert
+# 8,380.0 against 5,510.2 with minibatches of 1,024, Breakout 99.93 against 70.79, Seaquest 1,236.0 against
+# 955.0, Pong with sticky actions 15.23 against 9.15; BeamRider lower, 1,062.6 against 1,366.6, above its 699
+# (docs/learning.md, "More gradient steps per agent step").
+FAST_MINIBATCH = 256
 
 
 def fast_budget(env_name: str) -> int:
     """The agent steps `--preset fast` trains `env_name` for when --env_steps is not given."""
-    return FAST_BUDGETS.get(env_name, FAST_DEFAULT_BUDGET)
+    return FAST_GAMES.get(env_name, FAST_DEFAULT)["env_steps"]
 
 
-# `fast`'s actors (ranks x envs_per_rank) when --envs_per_rank is not given, measured by bench.games at 2M
-# agent steps (docs/learning.md, "A/B rows on the shortfalls"): with 32 actors (2 ranks x 16 envs) every
-# game met its target, BeamRider with 1,366.6 where 8 actors reached 612.8 of ppo2's 699.
-FAST_ACTORS = 32
+def fast_envs_per_rank(n_ranks: int, env_name: str) -> int:
+    """The envs per rank that give `--preset fast` its actors for `env_name` on n_ranks ranks (rounded up)."""
+    return -(-FAST_GAMES.get(env_name, FAST_DEFAULT)["actors"] // max(1, n_ranks))
 
 
-def fast_envs_per_rank(n_ranks: int) -> int:
-    """The envs per rank that give `--preset fast` its FAST_ACTORS actors on n_ranks ranks (rounded up)."""
-    return -(-FAST_ACTORS // max(1, n_ranks))
+def fast_optim_batchsize(actors: int) -> int:
+    """The samples per actor that make `--preset fast`'s minibatch FAST_MINIBATCH samples on `actors` actors
+    (the nearest whole number, at least 1)."""
+    return max(1, round(FAST_MINIBATCH / actors))
 
 
 # One line per preset for --help and the docs.
@@ -120,8 +130,9 @@ PRESET_HELP = {
     "cleanrl": "CleanRL ppo_atari / baselines ppo2: Nature CNN, 4 epochs, orthogonal init, c1 0.25, "
                "gradient clipping 0.5, per-minibatch advantages, clip 0.1 constant",
     "fast": "fewest minutes on a few CPU cores: cleanrl's settings with the small CNN at 5x the step size "
-            "(warmed up over 100k steps), frames centred, 32 actors (envs_per_rank = 32 / ranks, rounded up); "
-            "trains PongNoFrameskip-v4 for 1.1M agent steps (won), every other game for 2M (see docs/learning.md)",
+            "(warmed up over 100k steps), frames centred, minibatches of 256 samples; PongNoFrameskip-v4: 8 actors "
+            "for 1.1M agent steps (won), every other game: 32 actors for 2M (envs_per_rank = actors / ranks, "
+            "rounded up; see docs/learning.md)",
     "mujoco": "vector-observation envs (their default): baselines' run_mujoco, MLP 2x64 tanh, T 2048, "
               "10 epochs, step size 3e-4, clip 0.2",
     "procgen": "procgen:<game> envs (their default and only preset): the Procgen paper's easy mode, IMPALA CNN, "
@@ -134,7 +145,8 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
 
     Atari: `paper` unless --preset names another; vector observations: `mujoco` (VECTOR_DEFAULTS);
     `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and only for it. `fast`
-    also sets envs_per_rank, so that the ranks step FAST_ACTORS envs in all.
+    also sets env_steps and envs_per_rank by the game (FAST_GAMES), and optim_batchsize by the actors, so that
+    its minibatch is FAST_MINIBATCH samples.
     """
     from ppo1.envs import is_atari, is_procgen
     env_name = given.get("env_name", Config.env_name)
@@ -153,8 +165,10 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
         raise PPO1Error(f"--preset={name} is for Atari games; vector-observation envs use --preset mujoco")
     values = {"preset": name, **PRESETS[name]}
     if name == "fast":
-        values["env_steps"] = fast_budget(given.get("env_name", Config.env_name))
-        values["envs_per_rank"] = fast_envs_per_rank(n_ranks)
+        values["env_steps"] = fast_budget(env_name)
+        values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)
+        actors = n_ranks * given.get("envs_per_rank", values["envs_per_rank"])
+        values["optim_batchsize"] = fast_optim_batchsize(actors)
     return values
 
 
@@ -184,7 +198,8 @@ class Config:
     vf_coef: float = setting(1.0, "value loss coefficient c1")
     optim_epochs: int = setting(3, "epochs over each iteration's batch")
     optim_stepsize: float = setting(2.5e-4, "Adam step size at the start; annealed linearly to 0")
-    optim_batchsize: int = setting(32, "minibatch samples per actor (x actors = the global minibatch)")
+    optim_batchsize: int = setting(32, "minibatch samples per actor (x actors = the global minibatch; "
+                                           "--preset fast: 256 / actors, so its minibatch is 256 samples)")
     adam_epsilon: float = setting(1e-5, "Adam epsilon")
     anneal_lr: bool = setting(True,
         "anneal the step size linearly with alpha to 0 (the paper) or keep it constant (the Procgen paper)")
@@ -206,7 +221,7 @@ class Config:
     video_max_frames: int = setting(18_000,
         "train: a video is cut after this many emulator frames (60 per second of game)")
     envs_per_rank: int = setting(1, "envs stepped together by each MPI rank (actors = ranks x envs_per_rank; "
-                                      "--preset fast: 32 actors in all, rounded up)")
+                                      "--preset fast: 32 actors in all, 8 on PongNoFrameskip-v4, rounded up)")
     save_interval: int = setting(50, "iterations between checkpoints (one is always written at the end)")
     sync_check_interval: int = setting(10, "iterations between checks that all ranks hold identical parameters")
     num_threads: int = setting(0, "torch threads per rank; 0 = cores available divided by the ranks on the node")

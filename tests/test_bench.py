@@ -55,6 +55,8 @@ def test_reference_resolves_a_preset_with_overrides_as_run_atari_does():
     assert config.env_name == "BreakoutNoFrameskip-v4" and config.preset == "cleanrl"
     assert config.model_type == "large" and config.init == "orthogonal" and config.anneal_clip is False
     assert config.optim_epochs == 2 and config.env_steps == 10_000_000
+    fast = resolve_config("fast", "BreakoutNoFrameskip-v4", {})  # its 8 actors: fast's minibatch of 256 is 32 each
+    assert fast.optim_batchsize == 32 and fast.env_steps == 2_000_000
 
 
 def test_reference_refuses_an_unknown_preset_or_setting_with_one_line(tmp_path):
@@ -118,8 +120,8 @@ def test_games_table_names_the_flags_by_which_an_ab_variant_differs_from_its_pre
     from ppo1.config import Config
     run = tmp_path / "BeamRider"
     run.mkdir()
-    cfg = Config.for_preset("fast", env_name="BeamRiderNoFrameskip-v4", env_steps=10_000_000, ent_coef=0.02,
-                            optim_stepsize=0.000625, seed=3, envs_per_rank=8, model_name="x").to_dict()
+    cfg = Config.for_preset("fast", n_ranks=2, env_name="BeamRiderNoFrameskip-v4", env_steps=10_000_000,
+                            ent_coef=0.02, optim_stepsize=0.000625, seed=3, envs_per_rank=8, model_name="x").to_dict()
     (run / "config.json").write_text(json.dumps(cfg))
     (run / "progress.csv").write_text("iteration,timesteps,ep_return_mean,time_elapsed\n"
                                       "1,2048,400.0,3.0\n2,4096,410.0,6.0\n")
@@ -144,28 +146,29 @@ def test_a_games_run_with_other_envs_per_rank_is_finished_at_the_end_of_its_own_
 
 
 def test_games_refuses_to_continue_or_report_a_run_left_with_other_settings_by_an_older_preset(tmp_path, capsys):
-    # A run of `fast` from when it had 8 actors (envs_per_rank 4) under the same name: run_atari would continue
-    # it with its saved settings, and a finished one would be reported as this benchmark's. One line, exit 2.
+    # A run of `fast` from when its 32 actors took minibatches of 1,024 (optim_batchsize 32) under the same name:
+    # run_atari would continue it with its saved settings, and a finished one would be reported as this
+    # benchmark's. One line, exit 2.
     import json
     from bench.games import _other_settings, main
     from ppo1.config import Config
     ckpt = tmp_path / "checkpoints"
-    run = ckpt / "fast-Pong-seed0"
+    run = ckpt / "fast-BeamRider-seed0"
     run.mkdir(parents=True)
-    flags = ["--preset", "fast", "--env_name", "PongNoFrameskip-v4", "--env_steps", "2000000", "--seed", "0",
-             "--checkpoint_dir", str(ckpt), "--model_name", "fast-Pong-seed0"]
-    saved = Config.for_preset("fast", n_ranks=2, env_name="PongNoFrameskip-v4", env_steps=2_000_000,
-                              checkpoint_dir=str(ckpt), model_name="fast-Pong-seed0")
+    flags = ["--preset", "fast", "--env_name", "BeamRiderNoFrameskip-v4", "--env_steps", "2000000", "--seed", "0",
+             "--checkpoint_dir", str(ckpt), "--model_name", "fast-BeamRider-seed0"]
+    saved = Config.for_preset("fast", n_ranks=2, env_name="BeamRiderNoFrameskip-v4", env_steps=2_000_000,
+                              checkpoint_dir=str(ckpt), model_name="fast-BeamRider-seed0")
     (run / "config.json").write_text(json.dumps(saved.to_dict()))
     assert _other_settings(flags, 2, str(run)) == ""  # fast as it is now: continued as it is
-    (run / "config.json").write_text(json.dumps({**saved.to_dict(), "envs_per_rank": 4}))
-    assert _other_settings(flags, 2, str(run)) == "envs_per_rank 4, not 16"
-    assert _other_settings([*flags, "--envs_per_rank", "4"], 2, str(run)) == ""  # asked for: the flag wins, as on resume
-    code = main(["--games", "Pong", "--steps", "2e6", "--checkpoint_dir", str(ckpt), "--out", str(tmp_path / "out")])
+    (run / "config.json").write_text(json.dumps({**saved.to_dict(), "optim_batchsize": 32}))
+    assert _other_settings(flags, 2, str(run)) == "optim_batchsize 32, not 8"
+    assert _other_settings([*flags, "--optim_batchsize", "32"], 2, str(run)) == ""  # asked for: the flag wins, as on resume
+    code = main(["--games", "BeamRider", "--steps", "2e6", "--checkpoint_dir", str(ckpt), "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 2 and len(out) == 1
     assert out[0].startswith(f"bench.games: {run} holds a run with other settings than this benchmark's "
-                             "(envs_per_rank 4, not 16)")
+                             "(optim_batchsize 32, not 8)")
     assert not (tmp_path / "out").exists()
 
 

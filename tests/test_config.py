@@ -92,20 +92,41 @@ def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
     fast = dataclasses.replace(Config(), **preset_values({"preset": "fast"}))
     clean = dataclasses.replace(Config(), **preset_values({"preset": "cleanrl"}))
     assert (fast.model_type, fast.optim_stepsize, fast.env_steps, fast.lr_warmup, fast.frame_norm,
-            fast.envs_per_rank) == ("small", 1.25e-3, 1_100_000, 100_000, "center", 32)
+            fast.envs_per_rank, fast.optim_batchsize) == ("small", 1.25e-3, 1_100_000, 100_000, "center", 8, 32)
     assert dataclasses.replace(fast, preset="cleanrl", model_type="large", optim_stepsize=2.5e-4,
                                env_steps=10_000_000, lr_warmup=0, frame_norm="scale", envs_per_rank=1) == clean
 
 
-@pytest.mark.parametrize("n_ranks, envs_per_rank", [(1, 32), (2, 16), (4, 8), (3, 11), (16, 2), (64, 1)])
-def test_fast_steps_32_envs_over_the_ranks_it_runs_on_unless_envs_per_rank_is_given(n_ranks, envs_per_rank):
-    # 32 actors met every game's 2M target where 8 fell short on BeamRider; 3 ranks round up to 33.
+@pytest.mark.parametrize("n_ranks, envs_per_rank, pong_envs_per_rank",
+                         [(1, 32, 8), (2, 16, 4), (4, 8, 2), (3, 11, 3), (16, 2, 1), (64, 1, 1)])
+def test_fast_steps_32_envs_over_the_ranks_it_runs_on_and_8_on_pong_unless_envs_per_rank_is_given(
+        n_ranks, envs_per_rank, pong_envs_per_rank):
+    # 32 actors met every game's 2M target where 8 fell short on BeamRider; 8 won Pong v4 in four seeds;
+    # 3 ranks round up to 33 (and 9).
     from ppo1.cli import build_config, build_parser
-    assert Config.for_preset("fast", n_ranks=n_ranks).envs_per_rank == envs_per_rank
+    assert Config.for_preset("fast", n_ranks=n_ranks, env_name="BreakoutNoFrameskip-v4").envs_per_rank == envs_per_rank
+    assert Config.for_preset("fast", n_ranks=n_ranks, env_name="ALE/Pong-v5").envs_per_rank == envs_per_rank
+    assert Config.for_preset("fast", n_ranks=n_ranks).envs_per_rank == pong_envs_per_rank  # PongNoFrameskip-v4
     assert Config.for_preset("fast", n_ranks=n_ranks, envs_per_rank=4).envs_per_rank == 4
     assert Config.for_preset("cleanrl", n_ranks=n_ranks).envs_per_rank == 1
-    args = build_parser().parse_args(["--preset", "fast", "--checkpoint_dir", "/nonexistent", "--model_name", "x"])
+    flags = ["--preset", "fast", "--checkpoint_dir", "/nonexistent", "--model_name", "x"]
+    assert build_config(build_parser().parse_args(flags), n_ranks).envs_per_rank == pong_envs_per_rank
+    args = build_parser().parse_args(flags + ["--env_name", "QbertNoFrameskip-v4"])
     assert build_config(args, n_ranks).envs_per_rank == envs_per_rank
+
+
+@pytest.mark.parametrize("n_ranks, envs_per_rank, optim_batchsize",
+                         [(1, None, 8), (2, None, 8), (2, 4, 32), (1, 8, 32), (2, 8, 16), (3, None, 8), (8, 16, 2),
+                          (64, 8, 1)])
+def test_fast_minibatch_is_256_samples_whatever_the_actors_unless_optim_batchsize_is_given(
+        n_ranks, envs_per_rank, optim_batchsize):
+    # With 32 actors, minibatches of 256 (optim_batchsize 8) beat those of 1,024 on Qbert, Breakout, Seaquest and
+    # Pong-v5 at 2M; 8 actors (2 ranks x 4 envs) keep 32 per actor, the settings that won Pong in four seeds.
+    given = {"env_name": "SeaquestNoFrameskip-v4", **({"envs_per_rank": envs_per_rank} if envs_per_rank else {})}
+    assert Config.for_preset("fast", n_ranks=n_ranks, **given).optim_batchsize == optim_batchsize
+    assert Config.for_preset("fast", n_ranks=n_ranks, optim_batchsize=64, **given).optim_batchsize == 64
+    assert Config.for_preset("fast", n_ranks=2).optim_batchsize == 32  # Pong v4: 8 actors
+    assert Config.for_preset("cleanrl", n_ranks=n_ranks, **given).optim_batchsize == 32
 
 
 @pytest.mark.parametrize("env_name, steps", [("PongNoFrameskip-v4", 1_100_000), ("BreakoutNoFrameskip-v4", 2_000_000),

@@ -40,11 +40,11 @@ def test_make_procgen_refuses_a_venv_older_than_python_3_13(tmp_path):
 
 
 @needs_make
-def test_make_train_leaves_fast_its_32_actors_and_gives_other_presets_8(tmp_path):
+def test_make_train_leaves_fast_its_own_actors_and_gives_other_presets_8(tmp_path):
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / ".installed").touch()  # newer than setup.py: make -n prints only the training command
     fast = make("-n", "train", f"VENV={venv}").stdout.strip().splitlines()[-1]
     paper = make("-n", "train", f"VENV={venv}", "PRESET=paper").stdout.strip().splitlines()[-1]
-    assert "--preset fast" in fast and "--envs_per_rank" not in fast  # the preset: 2 ranks x 16 envs
+    assert "--preset fast" in fast and "--envs_per_rank" not in fast  # the preset's (Pong: 2 ranks x 4 envs)
     assert "--preset paper" in paper and "--envs_per_rank 4" in paper
