@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
         if args.np:  # run this command again as args.np ranks under mpirun; this process becomes mpirun
             _mpi_fork(args.np, sys.argv[1:] if argv is None else argv)
         try:
-            from ppo1.distributed import Comm
+            from ppo1.distributed import Comm, say_line
             from ppo1.envs import load_gymnasium
 
             load_gymnasium()
@@ -270,13 +270,13 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
             if comm.is_root:
                 print(f"ppo1: error: {e}", file=sys.stderr, flush=True)
             return 2
-        print(f"ppo1: error on rank {comm.rank}: {e}", file=sys.stderr, flush=True)
+        say_line(f"ppo1: error on rank {comm.rank}: {e}", sys.stderr)
         comm.abort(2)
     except KeyboardInterrupt:
-        print(f"ppo1: interrupted (rank {comm.rank})", file=sys.stderr, flush=True)
+        say_line(f"ppo1: interrupted (rank {comm.rank})", sys.stderr)
         comm.abort(130)
     except Exception:
-        print(f"ppo1: unexpected error on rank {comm.rank}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+        say_line(f"ppo1: unexpected error on rank {comm.rank}:\n{traceback.format_exc()}", sys.stderr)
         comm.abort(1)
     return 1
 

@@ -40,6 +40,15 @@ def flush_console() -> None:
             stream.flush()
 
 
+def say_line(line: str, stream=None) -> None:
+    """Write `line` and its newline in one write, then flush (default stream: stdout). Under mpirun the ranks
+    share one console, and with PYTHONUNBUFFERED set (common in containers) print() writes a line and its
+    newline separately, so another rank's line could land between them."""
+    stream = stream or sys.stdout
+    stream.write(line + "\n")
+    stream.flush()
+
+
 class RanksOutOfSync(PPO1Error):
     """Ranks hold different parameters: gradients were not averaged identically."""
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.config import Config
-from ppo1.distributed import Comm
+from ppo1.distributed import Comm, say_line
 from ppo1.envs import Episode, ProcgenLevels, is_procgen, make_eval_env
 from ppo1.evaluate import fmt_score, generator_for, load_trained, play_games
 
@@ -83,7 +83,7 @@ def levels_text(cfg: Config) -> str:
 def say(line: str) -> None:
     """Print one line at once: under mpirun each rank's lines then reach the console as its games end, each
     in a write of its own, rather than in one block at exit, after MPI_Finalize (Python flushes later)."""
-    print(line, flush=True)
+    say_line(line)
 
 
 def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = False,

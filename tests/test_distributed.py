@@ -73,3 +73,29 @@ def test_target_kl_stops_both_ranks_at_the_same_minibatch_from_the_averaged_kl()
     r = run_script(os.path.join(HERE, "mpi", "kl_stop.py"), 2, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "rank 0: OK" in r.stdout and "rank 1: OK" in r.stdout
+
+
+def test_say_line_writes_a_line_and_its_newline_in_one_write_when_the_console_is_unbuffered():
+    # With PYTHONUNBUFFERED (write_through), print() writes a line and its newline separately, and under
+    # mpirun another rank's line can land between them (seen in a games benchmark's play.txt).
+    import io
+    from ppo1.distributed import say_line
+
+    class Console(io.RawIOBase):  # a real raw stream that keeps each write it gets
+        def __init__(self):
+            self.writes = []
+
+        def writable(self):
+            return True
+
+        def write(self, b):
+            self.writes.append(bytes(b))
+            return len(b)
+
+    raw = Console()
+    console = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    print("game 1/2: score 20 (rank 1)", file=console, flush=True)
+    assert raw.writes == [b"game 1/2: score 20 (rank 1)", b"\n"]  # what say_line avoids
+    raw.writes.clear()
+    say_line("game 2/2: score 21 (rank 1)", console)
+    assert raw.writes == [b"game 2/2: score 21 (rank 1)\n"]
