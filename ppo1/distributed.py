@@ -42,8 +42,9 @@ def flush_console() -> None:
 
 def say_line(line: str, stream=None) -> None:
     """Write `line` and its newline in one write, then flush (default stream: stdout). Under mpirun the ranks
-    share one console, and with PYTHONUNBUFFERED set (common in containers) print() writes a line and its
-    newline separately, so another rank's line could land between them."""
+    share one console: each rank's lines reach it as they are said, not in one block at exit after
+    MPI_Finalize (Python flushes later), and with PYTHONUNBUFFERED set (common in containers) print() writes a
+    line and its newline separately, so another rank's line could land between them."""
     stream = stream or sys.stdout
     stream.write(line + "\n")
     stream.flush()

@@ -80,14 +80,8 @@ def levels_text(cfg: Config) -> str:
             f"{cfg.start_level}..{cfg.start_level + cfg.num_levels - 1})")
 
 
-def say(line: str) -> None:
-    """Print one line at once: under mpirun each rank's lines then reach the console as its games end, each
-    in a write of its own, rather than in one block at exit, after MPI_Finalize (Python flushes later)."""
-    say_line(line)
-
-
 def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = False,
-         render: bool = False, out: Callable[[str], None] = say) -> list[Episode] | None:
+         render: bool = False, out: Callable[[str], None] = say_line) -> list[Episode] | None:
     """Play `episodes` whole games with the newest checkpoint, split over the ranks.
 
     Every rank prints its games as they end; rank 0 prints the summary of all of them. Returns all
