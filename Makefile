@@ -29,7 +29,7 @@ $(VENV)/.installed: setup.py
 	$(PY) -m pip install --quiet -e '.[test]'
 	@touch $@
 
-# `make train`: Pong with --preset fast on 2 ranks x 4 envs (fast's 8 actors on Pong); ends by itself (17 to 42
+# `make train`: Pong with --preset fast on 2 ranks x 4 envs (fast's 8 actors on Pong); ends by itself (16 to 42
 # minutes on 2 cores). Another PRESET runs 4 envs per rank (8 actors, the paper's).
 ENVS   := $(if $(filter fast,$(PRESET)),,--envs_per_rank 4)
 train: venv
