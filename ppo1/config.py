@@ -116,10 +116,11 @@ def fast_envs_per_rank(n_ranks: int, env_name: str) -> int:
     return -(-FAST_GAMES.get(env_name, FAST_DEFAULT)["actors"] // max(1, n_ranks))
 
 
-def fast_optim_batchsize(actors: int) -> int:
+def fast_optim_batchsize(actors: int, horizon: int) -> int:
     """The samples per actor that make `--preset fast`'s minibatch FAST_MINIBATCH samples on `actors` actors
-    (the nearest whole number, at least 1)."""
-    return max(1, round(FAST_MINIBATCH / actors))
+    (the nearest whole number, at least 1), at most the horizon T: with fewer than FAST_MINIBATCH samples an
+    iteration (1 actor: 128), one minibatch of all of them."""
+    return min(horizon, max(1, round(FAST_MINIBATCH / actors)))
 
 
 # One line per preset for --help and the docs.
@@ -168,7 +169,9 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
         values["env_steps"] = fast_budget(env_name)
         values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)
         actors = n_ranks * given.get("envs_per_rank", values["envs_per_rank"])
-        values["optim_batchsize"] = fast_optim_batchsize(actors)
+        horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
+                                                                   Config.timesteps_per_actorbatch))
+        values["optim_batchsize"] = fast_optim_batchsize(actors, horizon)
     return values
 
 
@@ -199,7 +202,7 @@ class Config:
     optim_epochs: int = setting(3, "epochs over each iteration's batch")
     optim_stepsize: float = setting(2.5e-4, "Adam step size at the start; annealed linearly to 0")
     optim_batchsize: int = setting(32, "minibatch samples per actor (x actors = the global minibatch; "
-                                           "--preset fast: 256 / actors, so its minibatch is 256 samples)")
+                                           "--preset fast: 256 / actors, at most T, so its minibatch is 256 samples)")
     adam_epsilon: float = setting(1e-5, "Adam epsilon")
     anneal_lr: bool = setting(True,
         "anneal the step size linearly with alpha to 0 (the paper) or keep it constant (the Procgen paper)")

@@ -129,6 +129,18 @@ def test_fast_minibatch_is_256_samples_whatever_the_actors_unless_optim_batchsiz
     assert Config.for_preset("cleanrl", n_ranks=n_ranks, **given).optim_batchsize == 32
 
 
+@pytest.mark.parametrize("n_ranks, envs_per_rank, horizon, optim_batchsize",
+                         [(1, 1, None, 128), (1, 2, None, 128), (2, 1, 64, 64), (1, 1, 256, 256), (1, 4, 32, 32)])
+def test_fast_takes_one_minibatch_of_the_whole_batch_when_an_iteration_has_fewer_than_256_samples(
+        n_ranks, envs_per_rank, horizon, optim_batchsize):
+    # 256 samples per actor would exceed the horizon T, which validate() refuses: a run of `fast` on one actor
+    # (or with a shorter --timesteps_per_actorbatch) would end in an error about a flag it was never given.
+    given = {"envs_per_rank": envs_per_rank, **({"timesteps_per_actorbatch": horizon} if horizon else {})}
+    config = Config.for_preset("fast", n_ranks=n_ranks, env_name="BreakoutNoFrameskip-v4", **given)
+    assert config.optim_batchsize == optim_batchsize
+    assert config.optim_batchsize <= config.timesteps_per_actorbatch
+
+
 @pytest.mark.parametrize("env_name, steps", [("PongNoFrameskip-v4", 1_100_000), ("BreakoutNoFrameskip-v4", 2_000_000),
                                              ("ALE/Pong-v5", 2_000_000), ("SeaquestNoFrameskip-v4", 2_000_000)])
 def test_fast_trains_each_game_for_its_measured_budget_unless_env_steps_is_given(env_name, steps):
