@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import dataclasses
 import json
 import math
 import os
@@ -116,11 +115,11 @@ def variant(cfg: dict, steps: int, per_iter: int) -> str:
     """The flags by which a run differs from its preset (an A/B variant): each learning setting of its
     config.json that `--preset P --env_name E` sets otherwise, and --env_steps when the run stopped at
     least an iteration before its schedule's end (a schedule longer than the steps it ran). The preset is
-    taken at the run's actors (per_iter / T), since `fast` sets its minibatch by them."""
-    from ppo1.config import Config, preset_values
-    given = {"preset": cfg["preset"], "env_name": cfg["env_name"],
-             "envs_per_rank": max(1, per_iter // cfg["timesteps_per_actorbatch"])}
-    base = dataclasses.replace(Config(), **{**preset_values(given), **given}).to_dict()
+    taken at the run's actors (per_iter / T), since `fast` sets its minibatch by them: as many ranks of one env
+    each (envs_per_rank, a RUN_FIELD, is not compared), which no bound on the envs of one rank refuses."""
+    from ppo1.config import Config
+    actors = max(1, per_iter // cfg["timesteps_per_actorbatch"])
+    base = Config.for_preset(cfg["preset"], n_ranks=actors, env_name=cfg["env_name"], envs_per_rank=1).to_dict()
     flags = [f"--{k} {v:g}" if isinstance(v, float) else f"--{k} {v}"
              for k, v in cfg.items() if k not in RUN_FIELDS and k in base and v != base[k]]
     if steps < schedule_end(cfg.get("env_steps", 0), per_iter):
