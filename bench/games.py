@@ -8,7 +8,8 @@ Each game trains with `mpirun -np 2 python -m run_atari --preset P --env_name <G
 --env_steps S --seed N`: `fast` with its own actors (2 ranks x 16 envs; Pong v4 2 x 4), other presets
 with `--envs_per_rank 4` (8 actors, the paper's); a rerun continues the runs it finds (a run is
 a normal ppo1 run directory under --checkpoint_dir, resumed as any run) and skips the finished ones;
-one it finds with other settings than this benchmark's (left by an older preset) it refuses in one line.
+one it finds with other settings than this benchmark's (left by an older preset, or trained for
+another --steps) it refuses in one line.
 After training, `--mode play --episodes 10` and a greedy GIF of the start of one game.
 
 Writes, per game, under --out (default assets/games/<preset>-<steps>/<Game>[-v5]/): config.json,
@@ -298,8 +299,10 @@ def run_game(env: str, args, run_name: str, out_dir: str) -> int:
 def _other_settings(flags: list[str], n_ranks: int, run_dir: str) -> str:
     """How the run in run_dir that run_atari would continue with these flags (its saved config.json, the
     flags on top) differs from a new run with them (the preset as it is now, the flags on top), e.g.
-    "optim_batchsize 32, not 8" for a run left by an older `fast`; '' when they agree or there is no run.
-    Raises PPO1Error for flags a new run would refuse."""
+    "optim_batchsize 32, not 8" for a run left by an older `fast`, or "env_steps 1100000, not 1500000" for
+    one of another budget (run_atari would stretch its schedule mid-run, and a finished one would be reported
+    as this budget's); '' when they agree or there is no run. Raises PPO1Error for flags a new run would
+    refuse."""
     from ppo1 import PPO1Error
     from ppo1.cli import build_config, build_parser
     from ppo1.config import MACHINE_FIELDS
@@ -310,6 +313,8 @@ def _other_settings(flags: list[str], n_ranks: int, run_dir: str) -> str:
         saved = build_config(build_parser().parse_args(flags), n_ranks).to_dict()
     except PPO1Error as e:
         return str(e)
+    with open(os.path.join(run_dir, "config.json")) as f:
+        saved["env_steps"] = json.load(f).get("env_steps")  # its schedule, which the flag would stretch
     return ", ".join(f"{k} {saved[k]}, not {new[k]}" for k in new if k not in MACHINE_FIELDS and saved[k] != new[k])
 
 

@@ -145,10 +145,10 @@ def test_a_games_run_with_other_envs_per_rank_is_finished_at_the_end_of_its_own_
         assert _finished(str(tmp_path)) is done
 
 
-def test_games_refuses_to_continue_or_report_a_run_left_with_other_settings_by_an_older_preset(tmp_path, capsys):
+def test_games_refuses_to_continue_or_report_a_run_left_with_other_settings_or_another_budget(tmp_path, capsys):
     # A run of `fast` from when its 32 actors took minibatches of 1,024 (optim_batchsize 32) under the same name:
     # run_atari would continue it with its saved settings, and a finished one would be reported as this
-    # benchmark's. One line, exit 2.
+    # benchmark's; so would a run of another --steps (its schedule annealed over other steps). One line, exit 2.
     import json
     from bench.games import _other_settings, main
     from ppo1.config import Config
@@ -164,6 +164,9 @@ def test_games_refuses_to_continue_or_report_a_run_left_with_other_settings_by_a
     (run / "config.json").write_text(json.dumps({**saved.to_dict(), "optim_batchsize": 32}))
     assert _other_settings(flags, 2, str(run)) == "optim_batchsize 32, not 8"
     assert _other_settings([*flags, "--optim_batchsize", "32"], 2, str(run)) == ""  # asked for: the flag wins, as on resume
+    (run / "config.json").write_text(json.dumps({**saved.to_dict(), "env_steps": 1_100_000}))
+    assert _other_settings(flags, 2, str(run)) == "env_steps 1100000, not 2000000"  # another budget's schedule
+    (run / "config.json").write_text(json.dumps({**saved.to_dict(), "optim_batchsize": 32}))
     code = main(["--games", "BeamRider", "--steps", "2e6", "--checkpoint_dir", str(ckpt), "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 2 and len(out) == 1
