@@ -304,6 +304,7 @@ def _other_settings(flags: list[str], n_ranks: int, run_dir: str) -> str:
     as this budget's); '' when they agree or there is no run. Raises PPO1Error for flags a new run would
     refuse."""
     from ppo1 import PPO1Error
+    from ppo1.checkpoint import load_config
     from ppo1.cli import build_config, build_parser
     from ppo1.config import MACHINE_FIELDS
     new = build_config(build_parser().parse_args([*flags, "--fresh"]), n_ranks).to_dict()
@@ -311,10 +312,9 @@ def _other_settings(flags: list[str], n_ranks: int, run_dir: str) -> str:
         return ""
     try:
         saved = build_config(build_parser().parse_args(flags), n_ranks).to_dict()
+        saved["env_steps"] = load_config(run_dir).env_steps  # its schedule, which the flag would stretch
     except PPO1Error as e:
         return str(e)
-    with open(os.path.join(run_dir, "config.json")) as f:
-        saved["env_steps"] = json.load(f).get("env_steps")  # its schedule, which the flag would stretch
     return ", ".join(f"{k} {saved[k]}, not {new[k]}" for k in new if k not in MACHINE_FIELDS and saved[k] != new[k])
 
 

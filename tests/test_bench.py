@@ -161,12 +161,11 @@ def test_games_refuses_to_continue_or_report_a_run_left_with_other_settings_or_a
                               checkpoint_dir=str(ckpt), model_name="fast-BeamRider-seed0")
     (run / "config.json").write_text(json.dumps(saved.to_dict()))
     assert _other_settings(flags, 2, str(run)) == ""  # fast as it is now: continued as it is
-    (run / "config.json").write_text(json.dumps({**saved.to_dict(), "optim_batchsize": 32}))
-    assert _other_settings(flags, 2, str(run)) == "optim_batchsize 32, not 8"
-    assert _other_settings([*flags, "--optim_batchsize", "32"], 2, str(run)) == ""  # asked for: the flag wins, as on resume
     (run / "config.json").write_text(json.dumps({**saved.to_dict(), "env_steps": 1_100_000}))
     assert _other_settings(flags, 2, str(run)) == "env_steps 1100000, not 2000000"  # another budget's schedule
     (run / "config.json").write_text(json.dumps({**saved.to_dict(), "optim_batchsize": 32}))
+    assert _other_settings(flags, 2, str(run)) == "optim_batchsize 32, not 8"
+    assert _other_settings([*flags, "--optim_batchsize", "32"], 2, str(run)) == ""  # asked for: the flag wins, as on resume
     code = main(["--games", "BeamRider", "--steps", "2e6", "--checkpoint_dir", str(ckpt), "--out", str(tmp_path / "out")])
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 2 and len(out) == 1
