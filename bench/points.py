@@ -6,7 +6,8 @@
 Games are those of `--mode play` on one rank (the same seeds, sampled actions), so game 5 here is game
 5 there. For each game: the score, its length and the points in order, `+95` for a point the agent won
 95 agent steps after the previous point (or the game's start), `-125` for one it lost; then the
-(result, length) pairs that occur three or more times in the game: a rally the game keeps repeating.
+(result, length) pairs that occur three or more times in the game: a rally the game keeps repeating;
+last, one line over the games: mean score, first points won, points lost after the first.
 PongNoFrameskip-v4 has no sticky actions, so a game is deterministic given the actions, and a policy
 that is nearly certain in a few states can lose the same rally again and again.
 
@@ -43,6 +44,19 @@ def points_of(rewards: list[tuple[int, float]]) -> list[tuple[int, int]]:
 def repeats(points: list[tuple[int, int]], min_count: int = MIN_REPEATS) -> list[tuple[tuple[int, int], int]]:
     """The (sign, length) pairs that occur at least min_count times, most frequent first."""
     return [(p, n) for p, n in Counter(points).most_common() if n >= min_count]
+
+
+def summarize_games(games: list[list[tuple[int, int]]]) -> str:
+    """One line over whole games' points: the mean score, how often the game's first point was won and how
+    many points were lost after it, e.g. `10 games: mean score 20.10; first point won in 2 of 10; points lost
+    after the first: 1 (0.1 per game)`. On Pong a policy that wins its rally but not the opening serve scores
+    +20 in every game (docs/learning.md, "Where the +20 is decided")."""
+    n = len(games)
+    score = sum(s for points in games for s, _ in points)
+    first = sum(1 for points in games if points and points[0][0] > 0)
+    later = sum(1 for points in games for s, _ in points[1:] if s < 0)
+    return (f"{n} games: mean score {score / n:.2f}; first point won in {first} of {n}; "
+            f"points lost after the first: {later} ({later / n:.1f} per game)")
 
 
 def fmt_point(point: tuple[int, int]) -> str:
@@ -95,6 +109,7 @@ def play_points(trained, env, generator, games: int, out=print) -> list[list[tup
             for point, n in repeats(points):
                 out(f"  repeated: {fmt_point(point)} x {n}")
             rewards, step = [], 0
+    out(summarize_games(result))
     return result
 
 

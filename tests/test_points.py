@@ -3,7 +3,7 @@ import re
 import subprocess
 import sys
 
-from bench.points import main, points_of, repeats, summarize
+from bench.points import main, points_of, repeats, summarize, summarize_games
 from conftest import REPO
 
 
@@ -22,6 +22,14 @@ def test_the_tries_of_a_replayed_point_are_summed_up_by_result_and_length():
     assert summarize([(-1, 125)] * 3 + [(1, 49)]) == "4 tries: 1 won, 3 lost (result and steps: -125: 3, +49: 1)"
 
 
+def test_the_games_summary_counts_first_points_won_and_points_lost_after_the_first():
+    lost_first = [(-1, 59), (1, 48)] + [(1, 78)] * 20                # 21-1: +20
+    won_all = [(1, 93)] + [(1, 78)] * 20                              # 21-0: +21
+    two_late = [(-1, 56), (1, 48), (-1, 125), (1, 44)] + [(1, 79)] * 19  # 21-2: +19
+    assert summarize_games([lost_first, won_all, two_late]) == (
+        "3 games: mean score 20.00; first point won in 1 of 3; points lost after the first: 1 (0.3 per game)")
+
+
 def test_each_game_lists_points_that_add_up_to_its_score(pong_run):
     ck, name = pong_run
     lines: list[str] = []
@@ -34,6 +42,7 @@ def test_each_game_lists_points_that_add_up_to_its_score(pong_run):
     assert won - lost == score and max(won, lost) == 21 and len(game) == won + lost
     assert sum(n for _, n in game) <= length
     assert lines[0].split(": ", 2)[2].split() == [("+" if s > 0 else "-") + str(n) for s, n in game]
+    assert lines[-1] == summarize_games([game])
 
 
 def test_a_replayed_point_prints_each_try_and_greedy_replays_are_identical(pong_run, capsys):
