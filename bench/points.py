@@ -46,16 +46,15 @@ def repeats(points: list[tuple[int, int]], min_count: int = MIN_REPEATS) -> list
     return [(p, n) for p, n in Counter(points).most_common() if n >= min_count]
 
 
-def summarize_games(games: list[list[tuple[int, int]]]) -> str:
-    """One line over whole games' points: the mean score, how often the game's first point was won and how
-    many points were lost after it, e.g. `10 games: mean score 20.10; first point won in 2 of 10; points lost
-    after the first: 1 (0.1 per game)`. On Pong a policy that wins its rally but not the opening serve scores
-    +20 in every game (docs/learning.md, "Where the +20 is decided")."""
+def summarize_games(games: list[list[tuple[int, int]]], scores: list[float]) -> str:
+    """One line over whole games (their points and scores): the mean score, how often the game's first point
+    was won and how many points were lost after it, e.g. `10 games: mean score 20.10; first point won in 2 of
+    10; points lost after the first: 1 (0.1 per game)`. On Pong a policy that wins its rally but loses the
+    opening serve scores +20 (docs/learning.md, "Where the +20 is decided")."""
     n = len(games)
-    score = sum(s for points in games for s, _ in points)
     first = sum(1 for points in games if points and points[0][0] > 0)
     later = sum(1 for points in games for s, _ in points[1:] if s < 0)
-    return (f"{n} games: mean score {score / n:.2f}; first point won in {first} of {n}; "
+    return (f"{n} games: mean score {sum(scores) / n:.2f}; first point won in {first} of {n}; "
             f"points lost after the first: {later} ({later / n:.1f} per game)")
 
 
@@ -93,7 +92,7 @@ def play_points(trained, env, generator, games: int, out=print) -> list[list[tup
     """Play `games` whole games; print each one's points and repeated rallies. Returns their points."""
     from ppo1.evaluate import choose_action, fmt_score
 
-    result, rewards, step = [], [], 0
+    result, scores, rewards, step = [], [], [], 0
     obs = env.reset()
     while len(result) < games:
         obs, reward, _done, episode = env.step(choose_action(trained.policy, obs, False, generator))
@@ -103,13 +102,14 @@ def play_points(trained, env, generator, games: int, out=print) -> list[list[tup
         if episode is not None:
             points = points_of(rewards)
             result.append(points)
+            scores.append(episode.ret)
             won = sum(1 for s, _ in points if s > 0)
             out(f"game {len(result)}: score {fmt_score(episode.ret)}, {episode.length} agent steps, "
                 f"{won} points won, {len(points) - won} lost: {' '.join(fmt_point(p) for p in points)}")
             for point, n in repeats(points):
                 out(f"  repeated: {fmt_point(point)} x {n}")
             rewards, step = [], 0
-    out(summarize_games(result))
+    out(summarize_games(result, scores))
     return result
 
 

@@ -26,7 +26,7 @@ def test_the_games_summary_counts_first_points_won_and_points_lost_after_the_fir
     lost_first = [(-1, 59), (1, 48)] + [(1, 78)] * 20                # 21-1: +20
     won_all = [(1, 93)] + [(1, 78)] * 20                              # 21-0: +21
     two_late = [(-1, 56), (1, 48), (-1, 125), (1, 44)] + [(1, 79)] * 19  # 21-2: +19
-    assert summarize_games([lost_first, won_all, two_late]) == (
+    assert summarize_games([lost_first, won_all, two_late], [20.0, 21.0, 19.0]) == (
         "3 games: mean score 20.00; first point won in 1 of 3; points lost after the first: 1 (0.3 per game)")
 
 
@@ -42,7 +42,7 @@ def test_each_game_lists_points_that_add_up_to_its_score(pong_run):
     assert won - lost == score and max(won, lost) == 21 and len(game) == won + lost
     assert sum(n for _, n in game) <= length
     assert lines[0].split(": ", 2)[2].split() == [("+" if s > 0 else "-") + str(n) for s, n in game]
-    assert lines[-1] == summarize_games([game])
+    assert lines[-1] == summarize_games([game], [score])
 
 
 def test_a_replayed_point_prints_each_try_and_greedy_replays_are_identical(pong_run, capsys):
