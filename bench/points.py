@@ -2,12 +2,15 @@
 
     python -m bench.points --model_name pong-fast-p --games 10             # each game's points
     python -m bench.points --model_name pong-fast-p --replay 5:3 --tries 16  # game 5's 4th point, 16 times
+    python -m bench.points --model_name pong-fast-p --games 4 --ram 51      # and where the paddle starts each
 
 Games are those of `--mode play` on one rank (the same seeds, sampled actions), so game 5 here is game
 5 there. For each game: the score, its length and the points in order, `+95` for a point the agent won
 95 agent steps after the previous point (or the game's start), `-125` for one it lost; then the
 (result, length) pairs that occur three or more times in the game: a rally the game keeps repeating;
-last, one line over the games: mean score, first points won, points lost after the first.
+last, one line over the games: mean score, first points won, points lost after the first. `--ram 51`
+adds a line per game with that byte of the Atari RAM at each point's first step (Pong's 51: the agent's
+paddle, about 100 at the game's start and 190-203 at the bottom).
 PongNoFrameskip-v4 has no sticky actions, so a game is deterministic given the actions, and a policy
 that is nearly certain in a few states can lose the same rally again and again.
 
@@ -88,17 +91,42 @@ def open_run(checkpoint_dir: str, model_name: str):
     return trained, env, generator_for(torch_seed)
 
 
-def play_points(trained, env, generator, games: int, out=print) -> list[list[tuple[int, int]]]:
-    """Play `games` whole games; print each one's points and repeated rallies. Returns their points."""
+def parse_ram(text: str) -> list[int]:
+    """--ram's comma-separated RAM addresses (0-127), e.g. "51,49" -> [51, 49]."""
+    try:
+        addresses = [int(a) for a in text.split(",")]
+    except ValueError:
+        addresses = []
+    if not addresses or not all(0 <= a < 128 for a in addresses):
+        raise PPO1Error(f"--ram {text!r}: give RAM addresses 0-127, comma-separated (Pong's paddle: 51)")
+    return addresses
+
+
+def read_ram(env, addresses: list[int]) -> str:
+    """The bytes of the Atari RAM at `addresses`, joined by '/' (e.g. '203/52')."""
+    ale = getattr(env, "ale", None)
+    if ale is None:
+        raise PPO1Error("--ram needs an Atari game (its emulator's RAM)")
+    ram = ale.getRAM()
+    return "/".join(str(int(ram[a])) for a in addresses)
+
+
+def play_points(trained, env, generator, games: int, out=print,
+                ram: list[int] | None = None) -> list[list[tuple[int, int]]]:
+    """Play `games` whole games; print each one's points and repeated rallies (and with `ram`, those RAM
+    bytes at each point's first step: on Pong, 51 is the agent's paddle). Returns their points."""
     from ppo1.evaluate import choose_action, fmt_score
 
     result, scores, rewards, step = [], [], [], 0
     obs = env.reset()
+    starts = [read_ram(env, ram)] if ram else []  # at the game's start, then after each point
     while len(result) < games:
         obs, reward, _done, episode = env.step(choose_action(trained.policy, obs, False, generator))
         step += 1
         if reward:
             rewards.append((step, reward))
+            if ram:  # after the game's last point this is the next game's start (the env reset itself)
+                starts.append(read_ram(env, ram))
         if episode is not None:
             points = points_of(rewards)
             result.append(points)
@@ -108,6 +136,9 @@ def play_points(trained, env, generator, games: int, out=print) -> list[list[tup
                 f"{won} points won, {len(points) - won} lost: {' '.join(fmt_point(p) for p in points)}")
             for point, n in repeats(points):
                 out(f"  repeated: {fmt_point(point)} x {n}")
+            if ram:
+                out(f"  RAM {','.join(map(str, ram))} at each point's start: {' '.join(starts[:len(points)])}")
+                starts = starts[len(points):] or [read_ram(env, ram)]
             rewards, step = [], 0
     out(summarize_games(result, scores))
     return result
@@ -172,17 +203,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replay", help="GAME:POINT: replay that point of that game (game from 1, point from 0)")
     p.add_argument("--tries", type=int, default=16, help="how many times --replay plays the point")
     p.add_argument("--random", action="store_true", help="--replay with uniformly random actions")
+    p.add_argument("--ram", help="ADDR[,ADDR...]: with whole games, those Atari RAM bytes at each point's start")
     args = p.parse_args(argv)
     try:
         if args.games < 1 or args.tries < 1:
             raise PPO1Error("--games and --tries must be whole numbers >= 1")
         target = parse_replay(args.replay) if args.replay else None
+        ram = parse_ram(args.ram) if args.ram else None
+        if ram and target:
+            raise PPO1Error("--ram lists the points of whole games: leave out --replay")
         trained, env, generator = open_run(args.checkpoint_dir, args.model_name)
         if target:
             game, point = target
             replay(trained, env, generator, game, point, args.tries, args.random)
         else:
-            play_points(trained, env, generator, args.games)
+            play_points(trained, env, generator, args.games, ram=ram)
         env.close()
     except PPO1Error as e:
         print(f"bench.points: error: {e}", file=sys.stderr)

@@ -45,6 +45,20 @@ def test_each_game_lists_points_that_add_up_to_its_score(pong_run):
     assert lines[-1] == summarize_games([game], [score])
 
 
+def test_ram_bytes_are_listed_at_the_start_of_each_point_of_a_game(pong_run):
+    ck, name = pong_run
+    import bench.points as points
+    trained, env, gen = points.open_run(str(ck), name)
+    lines: list[str] = []
+    games = points.play_points(trained, env, gen, 2, out=lines.append, ram=[51, 49])
+    ram_lines = [line for line in lines if line.startswith("  RAM 51,49 at each point's start: ")]
+    assert len(ram_lines) == 2
+    for game, line in zip(games, ram_lines):
+        values = line.split(": ", 1)[1].split()
+        assert len(values) == len(game)             # one per point, the next game's start not among them
+        assert all(re.fullmatch(r"\d{1,3}/\d{1,3}", v) and max(map(int, v.split("/"))) < 256 for v in values)
+
+
 def test_a_replayed_point_prints_each_try_and_greedy_replays_are_identical(pong_run, capsys):
     ck, name = pong_run
     args = ["--checkpoint_dir", str(ck), "--model_name", name, "--replay", "1:2", "--tries", "3"]
@@ -64,6 +78,9 @@ def test_a_bad_replay_point_or_a_missing_run_is_one_line(pong_run, tmp_path):
     for flags, words in ((["--model_name", name, "--checkpoint_dir", str(ck), "--replay", "x"], "give GAME:POINT"),
                          (["--model_name", name, "--checkpoint_dir", str(ck), "--replay", "1:99"],
                           "game 1 had only"),
+                         (["--model_name", name, "--checkpoint_dir", str(ck), "--ram", "51,200"], "addresses 0-127"),
+                         (["--model_name", name, "--checkpoint_dir", str(ck), "--ram", "51", "--replay", "1:0"],
+                          "leave out --replay"),
                          (["--model_name", "missing", "--checkpoint_dir", str(tmp_path)], "no run directory")):
         r = subprocess.run([sys.executable, "-m", "bench.points", *flags], cwd=REPO, capture_output=True, text=True)
         assert r.returncode == 2, r.stderr
