@@ -10,7 +10,7 @@ Games are those of `--mode play` on one rank (the same seeds, sampled actions), 
 (result, length) pairs that occur three or more times in the game: a rally the game keeps repeating;
 last, one line over the games: mean score, first points won, points lost after the first. `--ram 51`
 adds a line per game with that byte of the Atari RAM at each point's first step (Pong's 51: the agent's
-paddle, about 100 at the game's start and 190-203 at the bottom).
+paddle, 38 at the top and 203 at the bottom; 99-103 at the game's start).
 PongNoFrameskip-v4 has no sticky actions, so a game is deterministic given the actions, and a policy
 that is nearly certain in a few states can lose the same rally again and again.
 
