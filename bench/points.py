@@ -119,13 +119,13 @@ def play_points(trained, env, generator, games: int, out=print,
 
     result, scores, rewards, step = [], [], [], 0
     obs = env.reset()
-    starts = [read_ram(env, ram)] if ram else []  # at the game's start, then after each point
+    starts = [read_ram(env, ram)] if ram else []  # the RAM at the first step of each point of this game
     while len(result) < games:
         obs, reward, _done, episode = env.step(choose_action(trained.policy, obs, False, generator))
         step += 1
         if reward:
             rewards.append((step, reward))
-            if ram:  # after the game's last point this is the next game's start (the env reset itself)
+            if ram and episode is None:
                 starts.append(read_ram(env, ram))
         if episode is not None:
             points = points_of(rewards)
@@ -138,7 +138,7 @@ def play_points(trained, env, generator, games: int, out=print,
                 out(f"  repeated: {fmt_point(point)} x {n}")
             if ram:
                 out(f"  RAM {','.join(map(str, ram))} at each point's start: {' '.join(starts[:len(points)])}")
-                starts = starts[len(points):] or [read_ram(env, ram)]
+                starts = [read_ram(env, ram)]  # the next game's start: the env has reset itself
             rewards, step = [], 0
     out(summarize_games(result, scores))
     return result
