@@ -1,0 +1,56 @@
+"""Does the agent's paddle at mid-court lose Pong's first point?
+
+Plays game 1 of `--mode play`'s rank 0 with a run's last checkpoint (as bench.points does), saves the
+emulator at the start of its first point and of its second, and plays each TRIES times with its first
+actions scripted (2: the paddle up, 3: down, 0: no-op; the paddle crosses the court in 3 agent steps),
+then sampled actions of the policy: prints the paddle (RAM 51: 38 at the top, 203 at the bottom) after
+the script and how many tries the agent won.
+Run: .venv/bin/python assets/reference/pong-first-point/paddle.py CHECKPOINT_DIR MODEL_NAME [TRIES] > paddle-MODEL.txt
+"""
+import sys
+
+import torch
+
+from bench.points import open_run
+from ppo1.evaluate import choose_action
+
+checkpoint_dir, model_name = sys.argv[1], sys.argv[2]
+tries = int(sys.argv[3]) if len(sys.argv) > 3 else 32
+trained, env, generator = open_run(checkpoint_dir, model_name)
+
+obs, starts, first = env.reset(), [env.get_state()], None  # the states at the first and second point's start
+while len(starts) < 2:
+    obs, reward, _done, _episode = env.step(choose_action(trained.policy, obs, False, generator))
+    if reward:
+        first = "won" if reward > 0 else "lost"
+        starts.append(env.get_state())
+print(f"{model_name}: game 1's first point was {first}")
+
+
+def play(state, script: list[int]) -> tuple[int, int, list[int]]:
+    """(won tries, the paddle after the script, steps per try: + won, - lost) of the point from `state`."""
+    won, lengths = 0, []
+    for k in range(tries):
+        obs = env.set_state(state).copy()
+        gen = torch.Generator().manual_seed(1000 + k)
+        reward, steps = 0.0, 0
+        for action in script:
+            obs, reward, _done, _episode = env.step(action)
+            steps += 1
+        paddle = int(env.ale.getRAM()[51])
+        while not reward:
+            obs, reward, _done, _episode = env.step(choose_action(trained.policy, obs, False, gen))
+            steps += 1
+        won += reward > 0
+        lengths.append(steps if reward > 0 else -steps)
+    return won, paddle, lengths
+
+
+for name, state in (("first point", starts[0]), ("second point", starts[1])):
+    env.set_state(state)
+    print(f"{name}: the paddle at {int(env.ale.getRAM()[51])} at its start")
+    for label, script in (("as it is", []), ("3 no-ops", [0, 0, 0]), ("1 down", [3]), ("2 down", [3, 3]),
+                          ("3 down", [3, 3, 3]), ("1 up", [2]), ("3 up", [2, 2, 2])):
+        won, paddle, lengths = play(state, script)
+        print(f"{name}, {label} (the paddle at {paddle} after): won {won} of {tries}; "
+              f"steps {' '.join(f'{n:+d}' for n in lengths)}")
