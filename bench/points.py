@@ -144,6 +144,48 @@ def play_points(trained, env, generator, games: int, out=print,
     return result
 
 
+def point_states(trained, env, generator, game: int, points: int) -> tuple[list, list[int]]:
+    """Play (sampled actions) to game `game` and save the emulator at the start of each of its first `points`
+    points. Returns (the saved states, the results of the points played before the last: 1 won, -1 lost)."""
+    from ppo1.evaluate import choose_action
+
+    obs, g, states, results = env.reset(), 1, [], []
+    while True:
+        if g == game and len(states) == len(results):  # a point of the game starts here
+            state = env.get_state()
+            if state is None:
+                raise PPO1Error(f"--replay needs a game whose state can be saved (Atari): {trained.config.env_name}")
+            states.append(state)
+            if len(states) == points:
+                return states, results
+        obs, reward, _done, episode = env.step(choose_action(trained.policy, obs, False, generator))
+        if reward and g == game:
+            results.append(1 if reward > 0 else -1)
+        if episode is not None:
+            if g == game:
+                n = len(results)
+                raise PPO1Error(f"--replay {game}:{points - 1}: game {game} had only {n} points (0..{n - 1})")
+            g += 1
+
+
+def play_point(env, state, act, script=(), setup=None, uncounted_steps: int = 0) -> tuple[int, int]:
+    """Play one point from the saved emulator `state`: the actions of `script` first, then act(obs) until a
+    point (a non-zero reward) or the game's end. setup(env), if given, runs once the state is restored (e.g.
+    RAM writes); a reward in the first `uncounted_steps` steps is not a point. Returns (1 won, -1 lost or 0 no
+    point, the agent steps played)."""
+    obs = env.set_state(state).copy()
+    if setup is not None:
+        setup(env)
+    steps = 0
+    while True:
+        obs, reward, _done, episode = env.step(script[steps] if steps < len(script) else act(obs))
+        steps += 1
+        if steps <= uncounted_steps:
+            reward = 0.0
+        if reward or episode is not None:  # a point, or the game ended without one (the frame limit)
+            return (1 if reward > 0 else -1 if reward < 0 else 0), steps
+
+
 def replay(trained, env, generator, game: int, point: int, tries: int, random_actions: bool,
            out=print) -> list[tuple[int, int]]:
     """Play to the start of `point` of `game`, then that point `tries` times. Returns (sign, steps) per try."""
@@ -151,34 +193,18 @@ def replay(trained, env, generator, game: int, point: int, tries: int, random_ac
 
     from ppo1.evaluate import choose_action
 
-    obs, g, p = env.reset(), 1, 0
-    while not (g == game and p == point):
-        obs, reward, _done, episode = env.step(choose_action(trained.policy, obs, False, generator))
-        if reward:
-            p += 1
-        if episode is not None:
-            if g == game:
-                raise PPO1Error(f"--replay {game}:{point}: game {game} had only {p} points (0..{p - 1})")
-            g, p = g + 1, 0
-    state = env.get_state()
-    if state is None:
-        raise PPO1Error(f"--replay needs a game whose state can be saved (Atari): {trained.config.env_name}")
+    state = point_states(trained, env, generator, game, point + 1)[0][-1]
     outcomes = []
     for k in range(tries):
-        obs = env.set_state(state).copy()
         gen = torch.Generator().manual_seed(1000 + k)
         greedy = k == 0 and not random_actions
-        steps, reward = 0, 0.0
-        while not reward:
-            if random_actions:
-                action = int(torch.randint(env.num_actions, (1,), generator=gen))
-            else:
-                action = choose_action(trained.policy, obs, greedy, gen)
-            obs, reward, _done, episode = env.step(action)
-            steps += 1
-            if episode is not None and not reward:
-                break  # the game ended without a point (the frame limit)
-        sign = 1 if reward > 0 else -1 if reward < 0 else 0
+        if random_actions:
+            def act(_obs, gen=gen):
+                return int(torch.randint(env.num_actions, (1,), generator=gen))
+        else:
+            def act(obs, gen=gen, greedy=greedy):
+                return choose_action(trained.policy, obs, greedy, gen)
+        sign, steps = play_point(env, state, act)
         outcomes.append((sign, steps))
         how = "random actions" if random_actions else "greedy" if greedy else "sampled"
         result = {1: "won", -1: "lost", 0: "no point"}[sign]

@@ -59,6 +59,29 @@ def test_ram_bytes_are_listed_at_the_start_of_each_point_of_a_game(pong_run):
         assert all(re.fullmatch(r"\d{1,3}/\d{1,3}", v) and max(map(int, v.split("/"))) < 256 for v in values)
 
 
+def test_a_point_from_a_saved_state_counts_its_scripted_steps_and_no_reward_it_is_told_to_skip(pong_run):
+    ck, name = pong_run
+    import bench.points as points
+    trained, env, gen = points.open_run(str(ck), name)
+    states, results = points.point_states(trained, env, gen, 1, 2)
+    assert len(states) == 2 and len(results) == 1 and results[0] in (1, -1)
+
+    def noop(_obs):
+        return 0
+
+    sign, steps = points.play_point(env, states[0], noop)
+    assert sign == -1 and steps > 20                                   # a paddle that never moves loses the opening
+    asked = []
+    assert points.play_point(env, states[0], lambda obs: asked.append(obs) or 0, script=[0] * 5) == (sign, steps)
+    assert len(asked) == steps - 5                                     # the script first, then the policy
+
+    def agent_scores_3(e):
+        e.ale.setRAM(14, 3)                                           # the agent's score on the screen
+
+    assert points.play_point(env, states[0], noop, setup=agent_scores_3) == (1, 1)  # rewarded on the next step
+    assert points.play_point(env, states[0], noop, setup=agent_scores_3, uncounted_steps=1) == (sign, steps)
+
+
 def test_a_replayed_point_prints_each_try_and_greedy_replays_are_identical(pong_run, capsys):
     ck, name = pong_run
     args = ["--checkpoint_dir", str(ck), "--model_name", name, "--replay", "1:2", "--tries", "3"]

@@ -11,39 +11,34 @@ import sys
 
 import torch
 
-from bench.points import open_run
+from bench.points import open_run, play_point, point_states
 from ppo1.evaluate import choose_action
 
 checkpoint_dir, model_name = sys.argv[1], sys.argv[2]
 tries = int(sys.argv[3]) if len(sys.argv) > 3 else 32
 trained, env, generator = open_run(checkpoint_dir, model_name)
-
-obs, starts, first = env.reset(), [env.get_state()], None  # the states at the first and second point's start
-while len(starts) < 2:
-    obs, reward, _done, _episode = env.step(choose_action(trained.policy, obs, False, generator))
-    if reward:
-        first = "won" if reward > 0 else "lost"
-        starts.append(env.get_state())
-print(f"{model_name}: game 1's first point was {first}")
+starts, results = point_states(trained, env, generator, 1, 2)  # the states at the first and second point's start
+print(f"{model_name}: game 1's first point was {'won' if results[0] > 0 else 'lost'}")
 
 
-def play(state, script: list[int]) -> tuple[int, int, list[int]]:
-    """(won tries, the paddle after the script, steps per try: + won, - lost) of the point from `state`."""
+def paddle_after(state, script: list[int]) -> int:
+    """The paddle (RAM 51) after `script` from `state` (the emulator is deterministic without sticky actions)."""
+    env.set_state(state)
+    for action in script:
+        env.step(action)
+    return int(env.ale.getRAM()[51])
+
+
+def play(state, script: list[int]) -> tuple[int, list[int]]:
+    """(won tries, steps per try: + won, - lost) of the point from `state`, `script` first."""
     won, lengths = 0, []
     for k in range(tries):
-        obs = env.set_state(state).copy()
         gen = torch.Generator().manual_seed(1000 + k)
-        reward, steps = 0.0, 0
-        for action in script:
-            obs, reward, _done, _episode = env.step(action)
-            steps += 1
-        paddle = int(env.ale.getRAM()[51])
-        while not reward:
-            obs, reward, _done, _episode = env.step(choose_action(trained.policy, obs, False, gen))
-            steps += 1
-        won += reward > 0
-        lengths.append(steps if reward > 0 else -steps)
-    return won, paddle, lengths
+        sign, steps = play_point(env, state, lambda obs, gen=gen: choose_action(trained.policy, obs, False, gen),
+                                 script=script)
+        won += sign > 0
+        lengths.append(steps if sign > 0 else -steps)
+    return won, lengths
 
 
 for name, state in (("first point", starts[0]), ("second point", starts[1])):
@@ -51,6 +46,6 @@ for name, state in (("first point", starts[0]), ("second point", starts[1])):
     print(f"{name}: the paddle at {int(env.ale.getRAM()[51])} at its start")
     for label, script in (("as it is", []), ("3 no-ops", [0, 0, 0]), ("1 down", [3]), ("2 down", [3, 3]),
                           ("3 down", [3, 3, 3]), ("1 up", [2]), ("3 up", [2, 2, 2])):
-        won, paddle, lengths = play(state, script)
-        print(f"{name}, {label} (the paddle at {paddle} after): won {won} of {tries}; "
+        won, lengths = play(state, script)
+        print(f"{name}, {label} (the paddle at {paddle_after(state, script)} after): won {won} of {tries}; "
               f"steps {' '.join(f'{n:+d}' for n in lengths)}")

@@ -11,39 +11,31 @@ import sys
 
 import torch
 
-from bench.points import open_run
+from bench.points import open_run, play_point, point_states
 from ppo1.evaluate import choose_action
 
 checkpoint_dir, model_name = sys.argv[1], sys.argv[2]
 tries = int(sys.argv[3]) if len(sys.argv) > 3 else 32
 trained, env, generator = open_run(checkpoint_dir, model_name)
-
-obs, starts, first = env.reset(), [env.get_state()], None  # the states at the first and second point's start
-while len(starts) < 2:
-    obs, reward, _done, _episode = env.step(choose_action(trained.policy, obs, False, generator))
-    if reward:
-        first = "won" if reward > 0 else "lost"
-        starts.append(env.get_state())
-print(f"{model_name}: game 1's first point was {first}")
+starts, results = point_states(trained, env, generator, 1, 2)  # the states at the first and second point's start
+print(f"{model_name}: game 1's first point was {'won' if results[0] > 0 else 'lost'}")
 
 
 def play(state, score=None) -> tuple[int, list[int]]:
     """Won tries of the point from `state` (score: (computer, agent) written into RAM 13, 14 first)."""
+    def write_score(env):
+        env.ale.setRAM(13, score[0])
+        env.ale.setRAM(14, score[1])
+
     won, lengths = 0, []
     for k in range(tries):
-        obs = env.set_state(state).copy()
-        if score is not None:
-            env.ale.setRAM(13, score[0])
-            env.ale.setRAM(14, score[1])
         gen = torch.Generator().manual_seed(1000 + k)
-        reward, steps = 0.0, 0
-        while not reward:
-            obs, reward, _done, _episode = env.step(choose_action(trained.policy, obs, False, gen))
-            steps += 1
-            if steps == 1 and score is not None:
-                reward = 0.0  # the emulator rewards a rewritten score as a point on the next frame: not one
-        won += reward > 0
-        lengths.append(steps if reward > 0 else -steps)
+        # the emulator rewards a rewritten score as a point on the next step: not one
+        sign, steps = play_point(env, state, lambda obs, gen=gen: choose_action(trained.policy, obs, False, gen),
+                                 setup=write_score if score is not None else None,
+                                 uncounted_steps=1 if score is not None else 0)
+        won += sign > 0
+        lengths.append(steps if sign > 0 else -steps)
     return won, lengths
 
 
