@@ -186,6 +186,23 @@ def play_point(env, state, act, script=(), setup=None, uncounted_steps: int = 0)
             return (1 if reward > 0 else -1 if reward < 0 else 0), steps
 
 
+def sampled_tries(trained, env, state, tries: int, **how) -> tuple[int, list[int]]:
+    """Play the point from `state` `tries` times with actions sampled from the policy, try k with its own
+    generator seeded 1000 + k (as --replay's sampled tries); `how`: play_point's script, setup,
+    uncounted_steps. Returns (tries won, steps per try: +n won, -n lost or no point)."""
+    import torch
+
+    from ppo1.evaluate import choose_action
+
+    won, lengths = 0, []
+    for k in range(tries):
+        gen = torch.Generator().manual_seed(1000 + k)
+        sign, steps = play_point(env, state, lambda obs, gen=gen: choose_action(trained.policy, obs, False, gen), **how)
+        won += sign > 0
+        lengths.append(steps if sign > 0 else -steps)
+    return won, lengths
+
+
 def replay(trained, env, generator, game: int, point: int, tries: int, random_actions: bool,
            out=print) -> list[tuple[int, int]]:
     """Play to the start of `point` of `game`, then that point `tries` times. Returns (sign, steps) per try."""

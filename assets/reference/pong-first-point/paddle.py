@@ -9,10 +9,7 @@ Run: .venv/bin/python assets/reference/pong-first-point/paddle.py CHECKPOINT_DIR
 """
 import sys
 
-import torch
-
-from bench.points import open_run, play_point, point_states
-from ppo1.evaluate import choose_action
+from bench.points import open_run, point_states, sampled_tries
 
 checkpoint_dir, model_name = sys.argv[1], sys.argv[2]
 tries = int(sys.argv[3]) if len(sys.argv) > 3 else 32
@@ -29,23 +26,11 @@ def paddle_after(state, script: list[int]) -> int:
     return int(env.ale.getRAM()[51])
 
 
-def play(state, script: list[int]) -> tuple[int, list[int]]:
-    """(won tries, steps per try: + won, - lost) of the point from `state`, `script` first."""
-    won, lengths = 0, []
-    for k in range(tries):
-        gen = torch.Generator().manual_seed(1000 + k)
-        sign, steps = play_point(env, state, lambda obs, gen=gen: choose_action(trained.policy, obs, False, gen),
-                                 script=script)
-        won += sign > 0
-        lengths.append(steps if sign > 0 else -steps)
-    return won, lengths
-
-
 for name, state in (("first point", starts[0]), ("second point", starts[1])):
     env.set_state(state)
     print(f"{name}: the paddle at {int(env.ale.getRAM()[51])} at its start")
     for label, script in (("as it is", []), ("3 no-ops", [0, 0, 0]), ("1 down", [3]), ("2 down", [3, 3]),
                           ("3 down", [3, 3, 3]), ("1 up", [2]), ("3 up", [2, 2, 2])):
-        won, lengths = play(state, script)
+        won, lengths = sampled_tries(trained, env, state, tries, script=script)
         print(f"{name}, {label} (the paddle at {paddle_after(state, script)} after): won {won} of {tries}; "
               f"steps {' '.join(f'{n:+d}' for n in lengths)}")

@@ -9,10 +9,7 @@ Run: .venv/bin/python assets/reference/pong-first-point/score_cue.py CHECKPOINT_
 """
 import sys
 
-import torch
-
-from bench.points import open_run, play_point, point_states
-from ppo1.evaluate import choose_action
+from bench.points import open_run, point_states, sampled_tries
 
 checkpoint_dir, model_name = sys.argv[1], sys.argv[2]
 tries = int(sys.argv[3]) if len(sys.argv) > 3 else 32
@@ -23,20 +20,15 @@ print(f"{model_name}: game 1's first point was {'won' if results[0] > 0 else 'lo
 
 def play(state, score=None) -> tuple[int, list[int]]:
     """Won tries of the point from `state` (score: (computer, agent) written into RAM 13, 14 first)."""
+    if score is None:
+        return sampled_tries(trained, env, state, tries)
+
     def write_score(env):
         env.ale.setRAM(13, score[0])
         env.ale.setRAM(14, score[1])
 
-    won, lengths = 0, []
-    for k in range(tries):
-        gen = torch.Generator().manual_seed(1000 + k)
-        # the emulator rewards a rewritten score as a point on the next step: not one
-        sign, steps = play_point(env, state, lambda obs, gen=gen: choose_action(trained.policy, obs, False, gen),
-                                 setup=write_score if score is not None else None,
-                                 uncounted_steps=1 if score is not None else 0)
-        won += sign > 0
-        lengths.append(steps if sign > 0 else -steps)
-    return won, lengths
+    # the emulator rewards a rewritten score as a point on the next step: not one
+    return sampled_tries(trained, env, state, tries, setup=write_score, uncounted_steps=1)
 
 
 ram = env.ale.getRAM

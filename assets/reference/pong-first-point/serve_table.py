@@ -3,8 +3,9 @@ start, a point won, a point lost) and by its serve (toward whom, upward or downw
 
 Plays `GAMES` whole games of `--mode play`'s rank 0 with the run's last checkpoint and sampled actions
 (as bench.points does, so its games are bench.points'), reading the serve from RAM 49 (the ball's x)
-and 54 (its y) as serves.py does (at most 8 pixels an agent step of 4 frames), and prints one line: points won of points played per kind, and the range of the ball's y (0 at the top,
-about 200 at the bottom) where the computer first returned it (no return: the serve's own point).
+and 54 (its y) as serves.py does (at most 8 pixels an agent step of 4 frames), and prints one line:
+points won of points played per kind, and the range of the ball's y (0 at the top, about 200 at the
+bottom) where the computer first returned it (no return: the serve's own point).
 Run: .venv/bin/python assets/reference/pong-first-point/serve_table.py CHECKPOINT_DIR MODEL_NAME GAMES >> serve_table.txt
 """
 import sys
@@ -29,7 +30,8 @@ while game <= games:
     x, y = ball()
     if y and prev[1] and x != prev[0] and abs(x - prev[0]) <= 8:  # the ball moved on the court (not a jump)
         if serve is None:
-            serve = ("to the agent" if x > prev[0] else "to the computer") + (", downward" if y > prev[1] else ", upward")
+            serve = (("to the agent" if x > prev[0] else "to the computer")
+                     + (", downward" if y > prev[1] else ", upward"))
         if ret is None and dx < 0 < x - prev[0]:
             ret = y  # the computer's first return
         dx = x - prev[0]
@@ -50,5 +52,5 @@ def returned(kind) -> str:
     return f" (the computer's first return at y {min(ys)}-{max(ys)})" if ys else ""
 
 
-print(f"{model_name} ({games} games): " + "; ".join(f"after {a}, served {s}: won {won[a, s]} of {played[a, s]}{returned((a, s))}"
-                                                    for a, s in kinds))
+print(f"{model_name} ({games} games): "
+      + "; ".join(f"after {a}, served {s}: won {won[a, s]} of {played[a, s]}{returned((a, s))}" for a, s in kinds))
