@@ -91,14 +91,10 @@ PROCGEN_PRESET = {
 
 # `fast` by env id, measured by bench.games (docs/learning.md, "Games benchmark"): the agent steps it trains for
 # (env_steps, over which the step size anneals) and its actors (ranks x envs_per_rank), each unless given. Pong is
-# won in 1.1M steps by 8 actors (seeds 0-3 ended by themselves at +20.14 to +20.73, rerun on a later machine at
-# +18.31, +19.67, +20.89, +18.94; seeds 4-7 at +19.76, +20.16, +15.88, +19.84; seeds 6 and 4 again on a third
-# machine at +16.75 and +20.05: above +20 in seven runs of fourteen;
-# 32 actors ended seed 0 at +20.06 with minibatches of 1,024 (seeds 4, 6: +19.95, +18.20) and at +19.33 with
-# FAST_MINIBATCH's 256; neither a 1.5M budget, +20.38, +19.20 and +19.76, nor the entropy bonus annealed, +18.37
-# to +19.56 over three seeds, nor twice the entropy bonus, +17.40 (seed 0), nor twice the clip constant, +19.21
-# (seed 0, Z0's +20.14 without it on the same machine), made it hold in every run, as the policies lose most
-# games' first point and sit at +20: docs/learning.md, "Pong, fast"). Every other game (and
+# won in 1.1M steps by 8 actors (fourteen runs, seeds 0-7, ended by themselves at +15.88 to +20.89, seven above
+# +20; 32 actors ended seed 0 at +19.33 with FAST_MINIBATCH's 256; no lever measured made +20 hold in every run,
+# as the policies lose most games' first point and sit at +20: docs/learning.md, "Pong, fast", where every run
+# and lever is). Every other game (and
 # Pong with sticky actions) trains 32 actors for FAST_DEFAULT's 2M, where the games benchmark compares it with the
 # published curves: with 32 actors every game met its target, BeamRider with 1,366.6 where 8 actors reached 612.8
 # of ppo2's 699.
