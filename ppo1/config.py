@@ -94,10 +94,9 @@ PROCGEN_PRESET = {
 # won in 1.1M steps by 8 actors (fourteen runs, seeds 0-7, ended by themselves at +15.88 to +20.89, seven above
 # +20; 32 actors ended seed 0 at +19.33 with FAST_MINIBATCH's 256; no lever measured made +20 hold in every run,
 # as the policies lose most games' first point and sit at +20: docs/learning.md, "Pong, fast", where every run
-# and lever is). Every other game (and
-# Pong with sticky actions) trains 32 actors for FAST_DEFAULT's 2M, where the games benchmark compares it with the
-# published curves: with 32 actors every game met its target, BeamRider with 1,366.6 where 8 actors reached 612.8
-# of ppo2's 699.
+# and lever is). Every other game (and Pong with sticky actions) trains 32 actors for FAST_DEFAULT's 2M, where the
+# games benchmark compares it with the published curves: with 32 actors every game met its target (BeamRider
+# 1,062.6, where 8 actors reached 612.8 of ppo2's 699).
 FAST_GAMES = {"PongNoFrameskip-v4": {"env_steps": 1_100_000, "actors": 8}}
 FAST_DEFAULT = {"env_steps": 2_000_000, "actors": 32}
 # `fast`'s minibatch in samples (optim_batchsize per actor x actors) whatever the actors, so that 32 actors
