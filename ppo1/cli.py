@@ -14,9 +14,9 @@ import traceback
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
-from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MACHINE_FIELDS,  # noqa: F401
-                         MODEL_TYPES, PRECISIONS, PRESET_HELP, PRESETS, Config,
-                         preset_values)  # preset_values: also imported from here by bench
+from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES,
+                         PRECISIONS, Config)
+from ppo1.presets import PRESET_HELP, PRESETS, preset_values
 from ppo1.launch import HeldInterrupt, say_error_before_mpi, say_interrupted_while_starting
 
 def _whole(text: str) -> int:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_ENVS_PER_RANK, MAX_FRAMES
+from ppo1.presets import PRESETS, preset_values
 
 MODEL_TYPES = ("small", "large", "impala", "mlp")
 
@@ -30,150 +31,6 @@ LEGACY_KEYS = ("extra",)
 def without_legacy_keys(data: dict) -> dict:
     """`data` (the JSON of a saved config) without LEGACY_KEYS."""
     return {k: v for k, v in data.items() if k not in LEGACY_KEYS}
-
-# Defaults for envs with vector observations (classic control, MuJoCo): baselines' run_mujoco.py.
-VECTOR_DEFAULTS = {
-    "model_type": "mlp", "env_steps": 1_000_000, "timesteps_per_actorbatch": 2048, "optim_epochs": 10,
-    "optim_stepsize": 3e-4, "optim_batchsize": 64, "epsilon": 0.2, "ent_coef": 0.0, "gamma": 0.99, "lam": 0.95,
-}
-
-# --preset NAME: hyperparameters applied to every flag not given on the command line (Atari).
-# Every field not named keeps the Config default (the PPO paper's Table 5).
-# CleanRL ppo_atari.py / baselines ppo2 Atari: Nature CNN, 4 epochs, orthogonal init, c1 0.25 (their
-# vf_coef 0.5 times their 0.5 * squared error), gradient-norm clipping 0.5, per-minibatch
-# standardisation, clip constant 0.1.
-_CLEANRL = {"model_type": "large", "optim_epochs": 4, "init": "orthogonal", "vf_coef": 0.25,
-            "max_grad_norm": 0.5, "adv_norm": "minibatch", "anneal_clip": False}
-PRESETS: dict[str, dict] = {
-    # The PPO paper, Table 5: small CNN, T 128, 3 epochs, minibatch 32/actor, lr 2.5e-4 and clip 0.1
-    # both annealed, c1 = 1, per-batch advantage standardisation, no gradient clipping. The paper does
-    # not say how frames enter the network: centred (baselines divided by 255: `scale`), with which the
-    # paper's settings reached the paper's range at 2M steps (runs Y and Y1 in docs/learning.md, seeds 0 and 1:
-    # +16.8 and +7.6; -15.8 with frames / 255).
-    "paper": {"frame_norm": "center"},
-    # baselines ppo1's own run_atari.py (lucaslingle/ppo1 "model-ppo1-defaults").
-    "baselines": {"model_type": "large", "timesteps_per_actorbatch": 256, "optim_epochs": 4,
-                  "optim_stepsize": 1e-3, "epsilon": 0.2, "optim_batchsize": 64},
-    "cleanrl": _CLEANRL,
-    # Fewest wall-clock minutes to win Pong with 8 actors on 2 CPU cores, from the A/B log of docs/learning.md:
-    # the cleanrl settings with the small CNN (about twice the Nature CNN's SPS) at five times the
-    # step size (at 2.5e-4 the small CNN learned far slower per step, at 7.5e-4 as fast as the Nature
-    # CNN, at 1.25e-3 faster still: run I), the schedule ending at 1.1M agent steps, so the run ends
-    # by itself: seeds 0-3 ended at +20.14 (Z0: 18.2 minutes at 1,007 SPS), +20.40 (Z1: 27.7 minutes
-    # at 662 SPS), +20.73 (Z2) and +20.52 (Z3: 21.7 minutes at 844 SPS); X at +20.12 over 1.8M; over
-    # 0.75M, +18.42 (Z750). The step size warms up over the first 100k steps: at full size from the
-    # first step, Adam's sign-like first steps killed every filter of the first convolution with seed
-    # 2 (a constant network, runs V and W2 in docs/learning.md, "Dead units").
-    # Centred frames keep most first-layer filters alive (a background shared by every pixel moved all
-    # of a filter's weights together): seed 0 at +18.7 after 0.5M steps where it was at -12.1 (run X).
-    # Its env_steps and actors depend on the game (FAST_GAMES), its optim_batchsize on the actors (FAST_MINIBATCH).
-    "fast": {**_CLEANRL, "model_type": "small", "optim_stepsize": 1.25e-3, "lr_warmup": 100_000,
-             "frame_norm": "center"},
-}
-
-# The Procgen paper's PPO (Cobbe et al. 2020, its PPO hyperparameters; baselines ppo2), easy mode, for
-# `--env_name procgen:<game>` (whose default preset it is): IMPALA CNN, 200 training levels, T 256,
-# 3 epochs of 8 minibatches (32 samples per actor: 8 x 32 x 64 actors = 64 x 256), lr 5e-4 and clip
-# 0.2 both constant, ppo2's vf_coef 0.5 of 0.5 x squared error (c1 0.25), entropy 0.01, gamma 0.999,
-# lambda 0.95, gradient-norm clip 0.5, per-minibatch standardisation, 25M steps. Its 64 envs are
-# actors here: ranks x --envs_per_rank (mpirun -np 2 ... --envs_per_rank 32). Rewards normalised by
-# the running std of the discounted return, as the paper's VecNormalize. Init normc: Glorot-uniform
-# convolutions, as the paper's TensorFlow IMPALA CNN (its layers' default); orthogonal init (gain sqrt 2
-# in every layer) makes the residual stages' features ~20x larger, and coinrun learned nothing in 2.5M
-# steps with it where normc follows the paper's curve (docs/procgen.md).
-PROCGEN_PRESET = {
-    "model_type": "impala", "init": "normc", "num_levels": 200, "start_level": 0, "distribution_mode": "easy",
-    "timesteps_per_actorbatch": 256, "optim_epochs": 3, "optim_batchsize": 32, "optim_stepsize": 5e-4,
-    "anneal_lr": False, "epsilon": 0.2, "anneal_clip": False, "ent_coef": 0.01, "vf_coef": 0.25, "gamma": 0.999,
-    "lam": 0.95, "max_grad_norm": 0.5, "adv_norm": "minibatch", "norm_reward": True, "env_steps": 25_000_000,
-}
-
-
-# `fast` by env id, measured by bench.games (docs/learning.md, "Games benchmark"): the agent steps it trains for
-# (env_steps, over which the step size anneals) and its actors (ranks x envs_per_rank), each unless given. Pong is
-# won in 1.1M steps by 8 actors (fourteen runs, seeds 0-7, ended by themselves at +15.88 to +20.89, seven above
-# +20; 32 actors ended seed 0 at +19.33 with FAST_MINIBATCH's 256; no lever measured made +20 hold in every run,
-# as the policies lose most games' first point and sit at +20: docs/learning.md, "Pong, fast", where every run
-# and lever is). Every other game (and Pong with sticky actions) trains 32 actors for FAST_DEFAULT's 2M, where the
-# games benchmark compares it with the published curves: with 32 actors every game met its target (BeamRider
-# 1,062.6, where 8 actors reached 612.8 of ppo2's 699).
-FAST_GAMES = {"PongNoFrameskip-v4": {"env_steps": 1_100_000, "actors": 8}}
-FAST_DEFAULT = {"env_steps": 2_000_000, "actors": 32}
-# `fast`'s minibatch in samples (optim_batchsize per actor x actors) whatever the actors, so that 32 actors
-# take as many gradient steps per agent step as 8 (16 minibatches per epoch rather than 4): at 2M, Qbert
-# 8,380.0 against 5,510.2 with minibatches of 1,024, Breakout 99.93 against 70.79, Seaquest 1,236.0 against
-# 955.0, Pong with sticky actions 15.23 against 9.15; BeamRider lower, 1,062.6 against 1,366.6, above its 699
-# (docs/learning.md, "More gradient steps per agent step").
-FAST_MINIBATCH = 256
-
-
-def fast_budget(env_name: str) -> int:
-    """The agent steps `--preset fast` trains `env_name` for when --env_steps is not given."""
-    return FAST_GAMES.get(env_name, FAST_DEFAULT)["env_steps"]
-
-
-def fast_envs_per_rank(n_ranks: int, env_name: str) -> int:
-    """The envs per rank that give `--preset fast` its actors for `env_name` on n_ranks ranks (rounded up)."""
-    return -(-FAST_GAMES.get(env_name, FAST_DEFAULT)["actors"] // max(1, n_ranks))
-
-
-def fast_optim_batchsize(actors: int, horizon: int) -> int:
-    """The samples per actor that make `--preset fast`'s minibatch FAST_MINIBATCH samples on `actors` actors
-    (the nearest whole number, at least 1), at most the horizon T: with fewer than FAST_MINIBATCH samples an
-    iteration (1 actor: 128), one minibatch of all of them."""
-    return min(horizon, max(1, round(FAST_MINIBATCH / actors)))
-
-
-# One line per preset for --help and the docs.
-PRESET_HELP = {
-    "paper": "the PPO paper's Table 5: small CNN, T 128, 3 epochs, step size 2.5e-4 and clip 0.1 annealed "
-             "over 10M agent steps, c1 1; frames centred",
-    "baselines": "baselines ppo1's run_atari.py: Nature CNN, T 256, 4 epochs, step size 1e-3, clip 0.2",
-    "cleanrl": "CleanRL ppo_atari / baselines ppo2: Nature CNN, 4 epochs, orthogonal init, c1 0.25, "
-               "gradient clipping 0.5, per-minibatch advantages, clip 0.1 constant",
-    "fast": "fewest minutes on a few CPU cores: cleanrl's settings with the small CNN at 5x the step size "
-            "(warmed up over 100k steps), frames centred, minibatches of 256 samples; PongNoFrameskip-v4: 8 actors "
-            "for 1.1M agent steps (won), every other game: 32 actors for 2M (envs_per_rank = actors / ranks, "
-            "rounded up; see docs/learning.md)",
-    "mujoco": "vector-observation envs (their default): baselines' run_mujoco, MLP 2x64 tanh, T 2048, "
-              "10 epochs, step size 3e-4, clip 0.2",
-    "procgen": "procgen:<game> envs (their default and only preset): the Procgen paper's easy mode, IMPALA CNN, "
-               "200 levels, T 256, 3 epochs, step size 5e-4, gamma 0.999, rewards normalised, 25M steps",
-}
-
-
-def preset_values(given: dict, n_ranks: int = 1) -> dict:
-    """The values of the preset (--preset, else the env family's default) for a new run on n_ranks ranks.
-
-    Atari: `paper` unless --preset names another; vector observations: `mujoco` (VECTOR_DEFAULTS);
-    `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and only for it. `fast`
-    also sets env_steps and envs_per_rank by the game (FAST_GAMES), and optim_batchsize by the actors, so that
-    its minibatch is FAST_MINIBATCH samples.
-    """
-    from ppo1.envs import is_atari, is_procgen
-    env_name = given.get("env_name", Config.env_name)
-    family = "procgen" if is_procgen(env_name) else "atari" if is_atari(env_name) else "mujoco"
-    name = given.get("preset", {"atari": "paper"}.get(family, family))
-    if (name == "procgen") != (family == "procgen"):
-        raise PPO1Error(f"--preset={name} is for procgen:<game> envs only" if name == "procgen" else
-                        f"--preset={name} is not for Procgen games; procgen:<game> envs use --preset procgen")
-    if name == "procgen":
-        return {"preset": name, **PROCGEN_PRESET}
-    if name == "mujoco":
-        return {"preset": name, **VECTOR_DEFAULTS}
-    if name not in PRESETS:
-        raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
-    if family != "atari":
-        raise PPO1Error(f"--preset={name} is for Atari games; vector-observation envs use --preset mujoco")
-    values = {"preset": name, **PRESETS[name]}
-    if name == "fast":
-        values["env_steps"] = fast_budget(env_name)
-        values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)
-        actors = n_ranks * given.get("envs_per_rank", values["envs_per_rank"])
-        horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
-                                                                   Config.timesteps_per_actorbatch))
-        values["optim_batchsize"] = fast_optim_batchsize(actors, horizon)
-    return values
 
 
 def setting(default, help: str):
@@ -339,8 +196,8 @@ class Config:
             bad("ent_coef", ">= 0")
         if finite("vf_coef") < 0.0:
             bad("vf_coef", ">= 0")
-        if not finite("optim_stepsize") > 0.0:
-            bad("optim_stepsize", "> 0")
+        if not 0.0 < finite("optim_stepsize") <= 1.0:
+            bad("optim_stepsize", "in (0, 1]")
         if not finite("adam_epsilon") > 0.0:
             bad("adam_epsilon", "> 0")
         for name in ("timesteps_per_actorbatch", "optim_epochs", "optim_batchsize", "envs_per_rank",
@@ -353,6 +210,11 @@ class Config:
             raise PPO1Error(
                 f"--optim_batchsize={self.optim_batchsize} is invalid: must be <= "
                 f"--timesteps_per_actorbatch={self.timesteps_per_actorbatch} (both are per actor)")
+        if self.adv_norm == "minibatch" and self.optim_batchsize * self.envs_per_rank < 2:
+            raise PPO1Error(
+                f"--optim_batchsize={self.optim_batchsize} is invalid with --adv_norm minibatch and "
+                f"--envs_per_rank={self.envs_per_rank}: a rank's minibatch must hold at least 2 samples to "
+                "standardise its advantages")
         if finite("max_grad_norm") < 0.0:
             bad("max_grad_norm", ">= 0 (0 = off)")
         if finite("target_kl") < 0.0:

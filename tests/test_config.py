@@ -82,7 +82,7 @@ def test_iterations_are_whole_and_never_overrun_env_steps():
 
 
 def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
-    from ppo1.cli import preset_values
+    from ppo1.presets import preset_values
     paper = dataclasses.replace(Config(), **preset_values({"preset": "paper"}))
     assert paper == dataclasses.replace(Config(), preset="paper", frame_norm="center")  # Table 5, centred frames
     base = dataclasses.replace(Config(), **preset_values({"preset": "baselines"}))
@@ -94,7 +94,27 @@ def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
     assert (fast.model_type, fast.optim_stepsize, fast.env_steps, fast.lr_warmup, fast.frame_norm,
             fast.envs_per_rank, fast.optim_batchsize) == ("small", 1.25e-3, 1_100_000, 100_000, "center", 8, 32)
     assert dataclasses.replace(fast, preset="cleanrl", model_type="large", optim_stepsize=2.5e-4,
-                               env_steps=10_000_000, lr_warmup=0, frame_norm="scale", envs_per_rank=1) == clean
+                               env_steps=10_000_000, lr_warmup=0, frame_norm="scale", envs_per_rank=1,
+                               clip_vloss=True) == clean
+
+
+def test_presets_named_for_a_source_clip_the_value_loss_as_their_source_does():
+    # CleanRL ppo_atari's --clip-vloss defaults to on; train-procgen's ppo2 always clips the value loss
+    from ppo1.presets import PRESET_HELP
+    assert Config.for_preset("cleanrl").clip_vloss and Config.for_preset("cleanrl").epsilon == 0.1
+    from ppo1.presets import PROCGEN_PRESET
+    assert PROCGEN_PRESET["clip_vloss"] and PROCGEN_PRESET["epsilon"] == 0.2
+    assert not Config.for_preset("fast").clip_vloss and "value loss not clipped" in PRESET_HELP["fast"]
+    assert "frames centred" in PRESET_HELP["paper"]  # what differs from the source, said in its help
+    for name, text in PRESET_HELP.items():
+        assert "differs" in text or "as its source" in text, name
+
+
+def test_a_one_sample_minibatch_with_per_minibatch_standardisation_is_refused_in_one_line():
+    with pytest.raises(PPO1Error, match="at least 2 samples"):
+        Config.for_preset("cleanrl", optim_batchsize=1, timesteps_per_actorbatch=32)
+    assert Config.for_preset("cleanrl", optim_batchsize=1, envs_per_rank=2).optim_batchsize == 1
+    assert Config.for_preset("paper", optim_batchsize=1).optim_batchsize == 1  # per-batch standardisation
 
 
 @pytest.mark.parametrize("n_ranks, envs_per_rank, pong_envs_per_rank",

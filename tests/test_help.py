@@ -4,7 +4,8 @@ import dataclasses
 from conftest import run_cli
 from ppo1 import flagsdoc
 from ppo1.cli import GROUPS, _MODE_FLAGS, build_parser
-from ppo1.config import PRESET_HELP, PRESETS, Config
+from ppo1.config import Config
+from ppo1.presets import PRESET_HELP, PRESETS
 
 
 def test_every_flag_is_in_exactly_one_help_section():

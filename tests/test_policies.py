@@ -136,7 +136,7 @@ def test_the_procgen_presets_impala_cnn_starts_with_features_and_values_near_uni
     # residual blocks to features ~20x larger and a first value of ~3.7, and coinrun then learned nothing
     # in 2.5M steps; the preset's normc (Glorot-uniform convolutions, as the Procgen paper's TF network)
     # starts near unit scale and follows the paper's curve (docs/procgen.md).
-    from ppo1.cli import preset_values
+    from ppo1.presets import preset_values
     frames = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (64, 3, 64, 64), dtype=np.uint8))
 
     def scale(init: str) -> tuple[float, float]:

@@ -11,7 +11,8 @@ import torch
 
 from conftest import run_cli
 from ppo1 import PPO1Error, checkpoint
-from ppo1.cli import build_config, build_parser, preset_values
+from ppo1.cli import build_config, build_parser
+from ppo1.presets import preset_values
 
 HAVE_PROCGEN = importlib.util.find_spec("procgen_gym") is not None
 needs_procgen = pytest.mark.skipif(not HAVE_PROCGEN, reason="procgen-gym is not installed (it needs Python 3.13+: "

@@ -1,0 +1,129 @@
+"""The hyperparameter families of `--preset`, each with its source and what differs from it.
+
+A preset gives a value to every flag not given on the command line; a field it does not name keeps
+the Config default (the PPO paper's Table 5). How `fast` was found: docs/history.md.
+"""
+from __future__ import annotations
+
+from ppo1 import PPO1Error
+
+# Vector observations (classic control, MuJoCo): baselines' run_mujoco.py.
+VECTOR_DEFAULTS = {
+    "model_type": "mlp", "env_steps": 1_000_000, "timesteps_per_actorbatch": 2048, "optim_epochs": 10,
+    "optim_stepsize": 3e-4, "optim_batchsize": 64, "epsilon": 0.2, "ent_coef": 0.0, "gamma": 0.99, "lam": 0.95,
+}
+
+# CleanRL ppo_atari.py (= baselines ppo2's Atari settings): Nature CNN, 4 epochs, orthogonal init, c1 0.25
+# (their vf_coef 0.5 times their 0.5 x squared error), gradient-norm clip 0.5, per-minibatch advantage
+# standardisation, clip 0.1 constant, the value loss clipped around the rollout's values (--clip-vloss).
+CLEANRL = {"model_type": "large", "optim_epochs": 4, "init": "orthogonal", "vf_coef": 0.25,
+           "max_grad_norm": 0.5, "adv_norm": "minibatch", "anneal_clip": False, "clip_vloss": True}
+
+PRESETS: dict[str, dict] = {
+    # The PPO paper, Table 5; frames centred (the paper does not say how frames enter the network).
+    "paper": {"frame_norm": "center"},
+    # baselines ppo1's run_atari.py (lucaslingle/ppo1 "model-ppo1-defaults").
+    "baselines": {"model_type": "large", "timesteps_per_actorbatch": 256, "optim_epochs": 4,
+                  "optim_stepsize": 1e-3, "epsilon": 0.2, "optim_batchsize": 64},
+    "cleanrl": CLEANRL,
+    # Fewest minutes on a few CPU cores. Its env_steps and actors depend on the game (FAST_GAMES), its
+    # optim_batchsize on the actors (FAST_MINIBATCH).
+    "fast": {**CLEANRL, "clip_vloss": False, "model_type": "small", "optim_stepsize": 1.25e-3,
+             "lr_warmup": 100_000, "frame_norm": "center"},
+}
+
+# The Procgen paper's PPO (Cobbe et al. 2020; baselines ppo2 in train-procgen), easy mode: IMPALA CNN,
+# 200 training levels, T 256, 3 epochs of 8 minibatches (32 samples per actor x 64 actors), lr 5e-4 and
+# clip 0.2 constant, value loss clipped at 0.2 (ppo2), c1 0.25 (ppo2's 0.5 x 0.5 x squared error), entropy
+# 0.01, gamma 0.999, lambda 0.95, gradient-norm clip 0.5, per-minibatch standardisation, rewards scaled by
+# the running std of the discounted return (VecNormalize), 25M steps. Init normc (Glorot-uniform
+# convolutions, TensorFlow's default in the paper's IMPALA CNN). Its 64 envs are ranks x --envs_per_rank.
+PROCGEN_PRESET = {
+    "model_type": "impala", "init": "normc", "num_levels": 200, "start_level": 0, "distribution_mode": "easy",
+    "timesteps_per_actorbatch": 256, "optim_epochs": 3, "optim_batchsize": 32, "optim_stepsize": 5e-4,
+    "anneal_lr": False, "epsilon": 0.2, "anneal_clip": False, "ent_coef": 0.01, "vf_coef": 0.25, "gamma": 0.999,
+    "lam": 0.95, "max_grad_norm": 0.5, "adv_norm": "minibatch", "norm_reward": True, "clip_vloss": True,
+    "env_steps": 25_000_000,
+}
+
+# `fast` by env id: the agent steps it trains for (over which the step size anneals) and its actors
+# (ranks x envs_per_rank), each unless given: Pong v4 is won by 8 actors in 1.1M steps; every other game
+# trains 32 actors for 2M.
+FAST_GAMES = {"PongNoFrameskip-v4": {"env_steps": 1_100_000, "actors": 8}}
+FAST_DEFAULT = {"env_steps": 2_000_000, "actors": 32}
+# `fast`'s minibatch in samples (optim_batchsize per actor x actors) whatever the actors, so that 32
+# actors take as many gradient steps per agent step as 8.
+FAST_MINIBATCH = 256
+
+# One line per preset for --help and docs/flags.md: its source, and exactly what differs from it.
+PRESET_HELP = {
+    "paper": "the PPO paper's Table 5 (small CNN, T 128, 3 epochs, minibatch 32 per actor, step size 2.5e-4 and "
+             "clip 0.1 annealed to 0, c1 1, c2 0.01, advantages standardised per batch); differs: frames "
+             "centred (--frame_norm center; the paper does not say, baselines divides by 255)",
+    "baselines": "baselines ppo1's run_atari.py (Nature CNN, T 256, 4 epochs, minibatch 64 per actor, step size "
+                 "1e-3 and clip 0.2 annealed, c1 1); as its source",
+    "cleanrl": "CleanRL ppo_atari.py (baselines ppo2's Atari settings: Nature CNN, 4 epochs, orthogonal init, "
+               "c1 0.25, gradient clipping 0.5, per-minibatch advantages, clip 0.1 constant, value loss "
+               "clipped); differs: its 8 envs are ranks x --envs_per_rank here",
+    "fast": "fewest minutes on a few CPU cores, from cleanrl's settings; differs from them: small CNN, step size "
+            "1.25e-3 warmed up over 100k steps, frames centred, value loss not clipped, minibatches of 256 "
+            "samples; PongNoFrameskip-v4: 8 actors for 1.1M agent steps, every other game: 32 actors for 2M "
+            "(envs_per_rank = actors / ranks, rounded up; see docs/history.md)",
+    "mujoco": "vector-observation envs (their default): baselines' run_mujoco.py (MLP 2x64 tanh, T 2048, "
+              "10 epochs, step size 3e-4, clip 0.2); as its source",
+    "procgen": "procgen:<game> envs (their default and only preset): the Procgen paper's PPO, easy mode (IMPALA "
+               "CNN, 200 levels, T 256, 3 epochs, step size 5e-4, clip 0.2 constant, value loss clipped, gamma "
+               "0.999, rewards normalised, 25M steps); differs: its 64 envs are ranks x --envs_per_rank here",
+}
+
+
+def fast_budget(env_name: str) -> int:
+    """The agent steps `--preset fast` trains `env_name` for when --env_steps is not given."""
+    return FAST_GAMES.get(env_name, FAST_DEFAULT)["env_steps"]
+
+
+def fast_envs_per_rank(n_ranks: int, env_name: str) -> int:
+    """The envs per rank that give `--preset fast` its actors for `env_name` on n_ranks ranks (rounded up)."""
+    return -(-FAST_GAMES.get(env_name, FAST_DEFAULT)["actors"] // max(1, n_ranks))
+
+
+def fast_optim_batchsize(actors: int, horizon: int) -> int:
+    """The samples per actor that make `--preset fast`'s minibatch FAST_MINIBATCH samples on `actors` actors
+    (the nearest whole number, at least 1), at most the horizon T: with fewer than FAST_MINIBATCH samples an
+    iteration (1 actor: 128), one minibatch of all of them."""
+    return min(horizon, max(1, round(FAST_MINIBATCH / actors)))
+
+
+def preset_values(given: dict, n_ranks: int = 1) -> dict:
+    """The values of the preset (--preset, else the env family's default) for a new run on n_ranks ranks.
+
+    Atari: `paper` unless --preset names another; vector observations: `mujoco` (VECTOR_DEFAULTS);
+    `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and only for it. `fast`
+    also sets env_steps and envs_per_rank by the game (FAST_GAMES), and optim_batchsize by the actors, so that
+    its minibatch is FAST_MINIBATCH samples.
+    """
+    from ppo1.config import Config
+    from ppo1.envs import is_atari, is_procgen
+    env_name = given.get("env_name", Config.env_name)
+    family = "procgen" if is_procgen(env_name) else "atari" if is_atari(env_name) else "mujoco"
+    name = given.get("preset", {"atari": "paper"}.get(family, family))
+    if (name == "procgen") != (family == "procgen"):
+        raise PPO1Error(f"--preset={name} is for procgen:<game> envs only" if name == "procgen" else
+                        f"--preset={name} is not for Procgen games; procgen:<game> envs use --preset procgen")
+    if name == "procgen":
+        return {"preset": name, **PROCGEN_PRESET}
+    if name == "mujoco":
+        return {"preset": name, **VECTOR_DEFAULTS}
+    if name not in PRESETS:
+        raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
+    if family != "atari":
+        raise PPO1Error(f"--preset={name} is for Atari games; vector-observation envs use --preset mujoco")
+    values = {"preset": name, **PRESETS[name]}
+    if name == "fast":
+        values["env_steps"] = fast_budget(env_name)
+        values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)
+        actors = n_ranks * given.get("envs_per_rank", values["envs_per_rank"])
+        horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
+                                                                   Config.timesteps_per_actorbatch))
+        values["optim_batchsize"] = fast_optim_batchsize(actors, horizon)
+    return values
