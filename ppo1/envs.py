@@ -5,8 +5,9 @@ emulator (`ale_py.ALEInterface`) directly, so no RGB frame is built for the 3 of
 
     reset: 1..30 random no-ops, then FIRE (where the game has it)
     step:  repeat the action for 4 frames, max over the last two frames, grayscale, 84x84 (INTER_AREA)
-    train: a lost life ends the agent's episode (not the game); rewards are sign-clipped
-    obs:   the last 4 frames, oldest first: (4, 84, 84) uint8
+    train: a lost life ends the agent's episode (not the game) and starts the frame stack afresh;
+           rewards are sign-clipped
+    obs:   the last 4 frames, oldest first: (4, 84, 84) uint8 (the first frame repeated at a start)
 
 Episode statistics are always those of the real game: all lives, unclipped score, real length.
 
@@ -320,9 +321,11 @@ class AtariEnv:
             episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
                               bool(self.ale.game_truncated()))
             obs = self.reset()
+        elif life_lost:  # a new agent episode: the stack starts afresh from its first frame (CleanRL's
+            self._start()  # FrameStack refills it at the reset that follows a lost life)
+            self.stack[:] = self._frame()
+            obs = self.stack
         else:
-            if life_lost:
-                self._start()
             self._push(self._frame())
             obs = self.stack
         if self.training:

@@ -74,6 +74,20 @@ def test_life_loss_ends_a_training_episode_but_not_the_game():
     assert games[0].length > 0
 
 
+def test_after_a_lost_life_the_frame_stack_starts_afresh_from_one_frame():
+    # baselines ppo2 / CleanRL: a lost life is an episode boundary in training, and the next agent episode's
+    # stack holds only its own first frame (repeated), never the previous life's frames.
+    env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0), training=True)
+    env.reset()
+    rng = np.random.default_rng(0)
+    starts = 0
+    while starts < 3:
+        obs, _, done, ep = env.step(int(rng.integers(env.num_actions)))
+        if done and ep is None:  # a lost life, not the game's end
+            assert all(np.array_equal(obs[0], obs[i]) for i in range(1, 4)), "the previous life's frames remain"
+            starts += 1
+
+
 def test_evaluation_env_ends_episodes_only_at_game_over():
     env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0), training=False)
     env.reset()
