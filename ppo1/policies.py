@@ -59,9 +59,11 @@ class ActorCritic(nn.Module):
         """The action distribution for the first output of forward."""
         raise NotImplementedError
 
-    def observe(self, obs: np.ndarray, allreduce_sum=None) -> None:
+    def observe(self, obs: np.ndarray, allreduce_sum=None) -> bool:
         """Add a batch of observations (N, ...) to the model's running input statistics, summed over
-        ranks by `allreduce_sum` (Comm.sum); a policy without them ignores it."""
+        ranks by `allreduce_sum` (Comm.sum); a policy without them ignores it. Returns whether the
+        policy changed (it has such statistics)."""
+        return False
 
     def dist(self, obs: torch.Tensor):
         """(distribution over actions, value (B,))."""
@@ -199,14 +201,16 @@ class CnnPolicy(ActorCritic):
         return x.div_(255.0)
 
     def distribution(self, logits: torch.Tensor) -> Categorical:
-        return Categorical(logits=logits)
+        return Categorical(logits=logits, validate_args=False)  # NaN logits: caught as a non-finite update
 
-    def observe(self, obs: np.ndarray, allreduce_sum=None) -> None:
+    def observe(self, obs: np.ndarray, allreduce_sum=None) -> bool:
         """--frame_norm center: the newest frame of each observation (..., 4, 84, 84) into the running
         mean (each frame is the newest of one observation, so every frame counts once); an unstacked
-        image (..., C, H, W) counts whole."""
-        if hasattr(self, "frame_rms"):
-            self.frame_rms.update(obs[..., -1, :, :] if self.stacked else obs, allreduce_sum)
+        image (..., C, H, W) counts whole. Returns whether the policy changed (frames centred)."""
+        if not hasattr(self, "frame_rms"):
+            return False
+        self.frame_rms.update(obs[..., -1, :, :] if self.stacked else obs, allreduce_sum)
+        return True
 
 
 
@@ -271,8 +275,9 @@ class MlpPolicy(ActorCritic):
         self.vf = mlp(1, 1.0)
         self.model_type = "mlp"
 
-    def observe(self, obs: np.ndarray, allreduce_sum=None) -> None:
+    def observe(self, obs: np.ndarray, allreduce_sum=None) -> bool:
         self.ob_rms.update(obs, allreduce_sum)
+        return True
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """obs (B, D) -> (logits or Gaussian mean (B, A), value (B,))."""
@@ -282,8 +287,9 @@ class MlpPolicy(ActorCritic):
     def distribution(self, out: torch.Tensor):
         """Categorical (Discrete actions) or diagonal Gaussian with state-independent log-std (Box)."""
         if self.continuous:
-            return Independent(Normal(out, self.logstd.exp().expand_as(out)), 1)
-        return Categorical(logits=out)
+            return Independent(Normal(out, self.logstd.exp().expand_as(out), validate_args=False), 1,
+                               validate_args=False)
+        return Categorical(logits=out, validate_args=False)
 
 
 def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84), init: str = "normc",

@@ -5,6 +5,7 @@ The training loop that ties them to rollouts, MPI and checkpoints is `ppo1.train
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -131,6 +132,22 @@ class Hyper:
         log.record(clip_param=self.clip, stepsize=self.lr)
 
 
+class NonFiniteUpdate(ArithmeticError):
+    """The loss or the averaged gradients of a minibatch are not finite (NaN or inf): raised before its
+    optimizer step, on every rank alike (the averaged gradients are the same on every rank)."""
+
+    def __init__(self, epoch: int, minibatch: int, loss: float):
+        super().__init__(f"epoch {epoch + 1}, minibatch {minibatch + 1}: the gradients are not finite "
+                         f"(this rank's loss {loss:.6g})")
+
+
+def grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> float:
+    """The global norm of the gradients, clipped to `max_norm` when > 0 (returning the norm before clipping)."""
+    if max_norm > 0:
+        return float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+    return float(torch.nn.utils.get_total_norm([p.grad for p in params]))
+
+
 def kl_exceeded(mean_kl: float, target_kl: float) -> bool:
     """Whether the epochs stop: a target is set (> 0) and the ranks' mean KL is above it."""
     return target_kl > 0 and mean_kl > target_kl
@@ -150,16 +167,17 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     `--compile`d one).
     Returns the mean of each statistic over all minibatches of this rank whose loss was computed, and
     `epochs`: the epochs run, counted in minibatch steps (2.5 = stopped halfway through the third).
+    Raises NonFiniteUpdate, before that minibatch's step, when the averaged gradients are not finite.
     """
     for group in optimizer.param_groups:
         group["lr"] = hp.lr
     params = [p for p in policy.parameters()]
     dist_fn = dist_fn or policy.dist
     totals = torch.zeros(len(STAT_KEYS), device=batch.obs.device)
-    count, steps, per_epoch = 0, 0, -(-len(batch) // hp.minibatch)
-    for _ in range(hp.epochs):
+    count, steps, per_epoch = 0, 0, len(batch) // hp.minibatch
+    for epoch in range(hp.epochs):
         stop = False
-        for mb in batch.minibatches(hp.minibatch):
+        for i, mb in enumerate(batch.minibatches(hp.minibatch)):
             a = mb.adv
             if hp.adv_norm == "minibatch":
                 a = (a - a.mean()) / (a.std() + 1e-8)
@@ -175,8 +193,8 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
             optimizer.zero_grad(set_to_none=False)
             loss.backward()
             comm.average_gradients(params)
-            if hp.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(params, hp.max_grad_norm)
+            if not math.isfinite(grad_norm(params, hp.max_grad_norm)):
+                raise NonFiniteUpdate(epoch, i, float(loss))
             optimizer.step()
             steps += 1
         if stop:

@@ -36,13 +36,29 @@ class Batch:
         return self.obs.shape[0]
 
     def minibatches(self, size: int) -> Iterator["Batch"]:
-        """One epoch: the samples in a fresh random order (one rng.permutation(N) per call), `size` at
-        a time (the last minibatch may be smaller)."""
+        """One epoch: the samples in a fresh random order (one rng.permutation(N) per call), N // size
+        minibatches of `size` each (baselines, CleanRL): the N % size left over sit this epoch out, so
+        every Adam step weighs as many samples and none averages over one. size <= N."""
         perm = torch.from_numpy(self.rng.permutation(len(self))).to(self.obs.device)
-        for start in range(0, len(self), size):
+        for start in range(0, len(self) - size + 1, size):
             idx = perm[start:start + size]
             yield Batch(self.obs[idx], self.actions[idx], self.logp[idx], self.adv[idx], self.returns[idx], self.rng,
                         None if self.values is None else self.values[idx])
+
+
+    @torch.no_grad()
+    def relabel(self, policy: torch.nn.Module, chunk: int = 1024) -> None:
+        """Set logp and values to those of `policy` as it is now (pi_old of the update), in forward passes
+        of `chunk` samples: after its input statistics moved (Trainer.update), so the update's first
+        ratio is 1, as baselines assigns old = new after updating its ob_rms."""
+        logp, values = [], []  # new tensors: on the CPU, logp and values share the Segment's buffers
+        for start in range(0, len(self), chunk):
+            dist, v = policy.dist(self.obs[start:start + chunk])
+            logp.append(dist.log_prob(self.actions[start:start + chunk]))
+            values.append(v)
+        self.logp = torch.cat(logp).float()
+        if self.values is not None:
+            self.values = torch.cat(values).float()
 
 
 @dataclasses.dataclass

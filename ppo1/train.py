@@ -23,7 +23,7 @@ from ppo1.distributed import Comm
 from ppo1.envs import ProcgenLevels, make_vec_env
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
-from ppo1.ppo import Hyper, explained_variance, linear_alpha, update, warmup_factor
+from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, linear_alpha, update, warmup_factor
 from ppo1.rollout import Collector, Segment
 from ppo1.video import TrainingVideo
 from ppo1.watchdog import Watchdog
@@ -254,11 +254,26 @@ class Trainer:
         Counts the iteration. Returns this rank's statistics: the update's means and the value
         function's explained variance."""
         self.wd.phase = "observation statistics allreduce"
-        self.policy.observe(seg.obs, self.comm.sum)  # baselines: before the epochs
+        moved = self.policy.observe(seg.obs, self.comm.sum)  # baselines: before the epochs
         self.wd.phase = "gradient allreduce"
         with self.profile.timer("update"):
             batch = seg.batch(self.device, self.rng, standardize_adv=self.config.adv_norm == "batch")
-            stats = update(self.policy, self.optimizer, self.comm, batch, hp, self.dist_fn)
+            if moved:  # pi_old is the policy the update starts from, with the new statistics (ratio 1)
+                batch.relabel(self.policy)
+            try:
+                stats = update(self.policy, self.optimizer, self.comm, batch, hp, self.dist_fn)
+            except NonFiniteUpdate as e:  # the same on every rank: one line, exit 2, nothing saved of it
+                err = PPO1Error(f"training stopped at iteration {self.state.iteration + 1}, {e}; no step "
+                                "was taken and no checkpoint written of it (the newest on disk is intact); "
+                                "try a smaller --optim_stepsize or a larger minibatch")
+                err.all_ranks = True
+                raise err from None
+            if not torch.isfinite(torch.nn.utils.get_total_norm(list(self.policy.parameters()))):
+                err = PPO1Error(f"training stopped at iteration {self.state.iteration + 1}: its steps made the "
+                                "parameters not finite; no checkpoint written of it (the newest on disk is "
+                                "intact); try a smaller --optim_stepsize")
+                err.all_ranks = True
+                raise err
         self.state.iteration += 1
         self.state.timesteps += self.steps_per_iter
         stats["explained_variance"] = explained_variance(seg.values.reshape(-1), seg.returns.reshape(-1))

@@ -205,3 +205,50 @@ def test_step_size_anneals_with_alpha_unless_anneal_lr_is_off():
     assert Hyper.at(Config(optim_stepsize=1e-3), 0.25, 1).lr == pytest.approx(2.5e-4)
     assert Hyper.at(Config(optim_stepsize=1e-3, anneal_lr=False), 0.25, 1).lr == pytest.approx(1e-3)
     assert Hyper.at(Config(optim_stepsize=1e-3, anneal_lr=False), 0.25, 1, warmup=0.5).lr == pytest.approx(5e-4)
+
+
+def test_non_finite_gradients_stop_the_update_before_the_optimizer_step():
+    from ppo1.distributed import Comm
+    from ppo1.policies import build
+    from ppo1.ppo import Hyper, NonFiniteUpdate, update
+    from ppo1.rollout import Batch
+    torch.manual_seed(0)
+    policy = build("small", 3)
+    before = [p.detach().clone() for p in policy.parameters()]
+    opt = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    n = 16
+    obs = torch.randint(0, 256, (n, 4, 84, 84), dtype=torch.uint8)
+    returns = torch.zeros(n)
+    returns[5] = float("nan")  # e.g. an env's NaN reward
+    batch = Batch(obs, torch.zeros(n, dtype=torch.long), torch.zeros(n), torch.ones(n), returns,
+                  np.random.default_rng(0))
+    with pytest.raises(NonFiniteUpdate, match="epoch 1, minibatch 1"):
+        update(policy, opt, Comm(None), batch, Hyper(clip=0.1, lr=1e-3, epochs=2, minibatch=16, vf_coef=1.0,
+                                                    ent_coef=0.0))
+    assert all(torch.equal(a, b) for a, b in zip(before, policy.parameters())), "a NaN step was taken"
+    assert not opt.state, "Adam stepped"
+
+
+def test_the_first_minibatch_of_an_iteration_has_ratio_one_with_running_frame_statistics(tmp_path, monkeypatch):
+    # --frame_norm center: the frame statistics move after the rollout; the update's pi_old must be the policy
+    # it starts from (baselines: ob_rms.update, then old = new), so the first minibatch's ratio is exactly 1.
+    import importlib
+    train_mod = importlib.import_module("ppo1.train")  # (ppo1.train is also the API's train function)
+    from ppo1.config import Config
+    from ppo1.distributed import Comm
+    ratios = []
+    real = train_mod.update
+
+    def spy(policy, optimizer, comm, batch, hp, dist_fn=None):
+        with torch.no_grad():
+            dist, _ = policy.dist(batch.obs)
+            ratios.append(torch.exp(dist.log_prob(batch.actions) - batch.logp))
+        return real(policy, optimizer, comm, batch, hp, dist_fn)
+    monkeypatch.setattr(train_mod, "update", spy)
+    cfg = Config.for_preset("paper", env_steps=512, envs_per_rank=2, timesteps_per_actorbatch=128,
+                            num_threads=1, checkpoint_dir=str(tmp_path), model_name="r")
+    assert cfg.frame_norm == "center"
+    train_mod.train(cfg, Comm(None), log=lambda *a, **k: None)
+    assert len(ratios) == 2
+    for r in ratios:  # fp32: equal up to the rounding of batched convolutions
+        torch.testing.assert_close(r, torch.ones_like(r), rtol=0, atol=1e-5)

@@ -26,13 +26,36 @@ def test_batch_flattens_time_and_envs_and_standardizes_advantages_over_the_batch
     assert torch.equal(raw.adv, torch.from_numpy(seg.advantages.reshape(8)))
 
 
-def test_minibatches_draw_one_permutation_per_epoch_and_cover_every_sample_once():
+def test_minibatches_draw_one_permutation_per_epoch_in_equal_minibatches():
     seg = _segment()
     rng, twin = np.random.default_rng(5), np.random.default_rng(5)
     b = seg.batch(torch.device("cpu"), rng, standardize_adv=False)
     for _ in range(2):  # epochs
         perm = twin.permutation(8)
         mbs = list(b.minibatches(3))
-        assert [len(m) for m in mbs] == [3, 3, 2]
-        assert torch.equal(torch.cat([m.returns for m in mbs]), b.returns[torch.from_numpy(perm)])
+        assert [len(m) for m in mbs] == [3, 3], "the 2 left over sit this epoch out (baselines, CleanRL)"
+        assert torch.equal(torch.cat([m.returns for m in mbs]), b.returns[torch.from_numpy(perm[:6])])
+        assert [len(m) for m in b.minibatches(4)] == [4, 4] and [len(m) for m in b.minibatches(8)] == [8]
+        twin.permutation(8), twin.permutation(8)
     assert rng.bit_generator.state == twin.bit_generator.state  # nothing else drawn: resume stays bit-identical
+
+
+def test_a_minibatch_never_holds_a_single_leftover_sample():
+    # 32 samples in minibatches of 31 used to end each epoch with a minibatch of 1, whose advantage std is NaN
+    seg = _segment(T=16, k=2)
+    b = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=False)
+    assert [len(m) for m in b.minibatches(31)] == [31]
+
+
+def test_relabel_gives_the_log_probs_and_values_of_the_policy_as_it_is_now():
+    from ppo1.policies import build
+    torch.manual_seed(0)
+    policy = build("small", 6, frame_norm="center")
+    seg = _segment()
+    b = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=False)
+    before = seg.logp.copy()
+    b.relabel(policy, chunk=3)
+    dist, values = policy.dist(b.obs)
+    torch.testing.assert_close(b.logp, dist.log_prob(b.actions), rtol=0, atol=1e-6)
+    torch.testing.assert_close(b.values, values, rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(seg.logp, before)  # the segment's own buffers are left as they were
