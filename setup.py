@@ -25,7 +25,7 @@ setup(
         "matplotlib>=3.7",  # --mode plot (Agg backend: no display needed)
     ],
     extras_require={
-        "test": ["pytest>=8", "pytest-timeout>=2.3"],
+        "test": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5"],
         "mujoco": ["gymnasium[mujoco]>=1.0,<2"],
         # --env_name procgen:<game>: the original Procgen games behind gymnasium (Python 3.13+ only)
         "procgen": ["procgen-gym>=0.1.1,<0.2; python_version >= '3.13'"],

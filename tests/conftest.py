@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -25,9 +26,49 @@ def mpirun_command(np_: int) -> list[str]:
     return list(cmd)
 
 
+class ForkServer:
+    """tests/forkserver.py: one process that has imported torch, gymnasium and ppo1, forking a real child
+    process per single-process run (each run then pays no interpreter start and no torch import)."""
+
+    def __init__(self):
+        env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        self.proc = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "forkserver.py")], cwd=REPO,
+                                     env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def run(self, cmd: list[str], args: list[str], timeout: float, cwd: str) -> subprocess.CompletedProcess:
+        self.proc.stdin.write(json.dumps({"argv": args, "cwd": cwd, "timeout": timeout}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, "the fork server died"
+        r = json.loads(line)
+        if r["timed_out"]:
+            raise subprocess.TimeoutExpired(cmd, timeout, r["stdout"], r["stderr"])
+        return subprocess.CompletedProcess(cmd, r["returncode"], r["stdout"], r["stderr"])
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+_fork_server: ForkServer | None = None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_fork_server():
+    yield
+    if _fork_server is not None:
+        _fork_server.close()
+
+
 def run_cli(args: list[str], np_: int = 1, timeout: float = 300, cwd: str | None = None,
             module: str = "run_atari", env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run `python -m run_atari ARGS`, under `mpirun -np np_` when np_ > 1, with `env` added to the environment."""
+    """Run `python -m run_atari ARGS`, under `mpirun -np np_` when np_ > 1, with `env` added to the environment.
+    A single process with the suite's environment is a child forked by the ForkServer."""
+    global _fork_server
+    if np_ == 1 and module == "run_atari" and not env and not any(a.startswith("--np") for a in args):
+        if _fork_server is None:
+            _fork_server = ForkServer()
+        return _fork_server.run([sys.executable, "-m", module, *args], list(args), timeout, cwd or REPO)
     env = dict(os.environ, **(env or {}), PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", module, *args]
     if np_ > 1:

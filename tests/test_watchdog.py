@@ -22,7 +22,7 @@ class Recorder:
     """Stands in for stderr, MPI_Abort and os._exit."""
 
     def __init__(self, abort_hangs: bool = False):
-        self.lines, self.calls, self.done = [], [], threading.Event()
+        self.lines, self.calls, self.done, self.release = [], [], threading.Event(), threading.Event()
         self.abort_hangs = abort_hangs
 
     def write(self, line):
@@ -31,7 +31,7 @@ class Recorder:
     def abort(self, code):
         self.calls.append(("abort", code, time.monotonic()))
         if self.abort_hangs:
-            threading.Event().wait(10)  # MPI_Abort that cannot reach the launcher
+            self.release.wait(10)  # MPI_Abort that cannot reach the launcher (until the test releases it)
 
     def exit(self, code):
         self.calls.append(("exit", code, time.monotonic()))
@@ -52,8 +52,8 @@ def test_fires_once_with_one_line_naming_rank_host_and_phase_then_aborts_and_exi
         assert not rec.calls
         wd.phase = "gradient allreduce"
         start = time.monotonic()
-        assert rec.done.wait(5)
-    assert 0.35 <= time.monotonic() - start < 2.0
+        assert rec.done.wait(60)
+    assert time.monotonic() - start >= 0.35  # not before its limit
     assert len(rec.lines) == 1 and rec.lines[0].endswith("\n") and rec.lines[0].count("\n") == 1
     line = rec.lines[0]
     assert "rank 3" in line and f"host {wd.host}" in line and "waiting in gradient allreduce" in line
@@ -63,8 +63,9 @@ def test_fires_once_with_one_line_naming_rank_host_and_phase_then_aborts_and_exi
 def test_hard_exit_follows_an_abort_that_hangs_after_the_grace_period():
     rec = Recorder(abort_hangs=True)
     with watchdog(rec, timeout=0.2, grace=0.5):
-        assert rec.done.wait(5)
-    (_, _, t_abort), (kind, code, t_exit) = rec.calls
+        assert rec.done.wait(60)
+        (_, _, t_abort), (kind, code, t_exit) = rec.calls
+        rec.release.set()
     assert (kind, code) == ("exit", EXIT_CODE) and t_exit - t_abort >= 0.45
 
 
