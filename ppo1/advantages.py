@@ -7,14 +7,16 @@ import torch
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_value: np.ndarray,
-        gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+        gamma: float, lam: float, cut_values: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """GAE(lambda) advantages and TD(lambda) value targets for a segment of T steps of k actors.
 
     rewards, values, dones: (T, k); dones[t] is True when the episode ended with step t, so step
     t+1 starts a new one and nothing is bootstrapped across. last_value: (k,) value of the
     observation after the segment's last step, bootstrapped unless that step ended an episode.
+    cut_values (T, k): V of the last observation of an episode cut by a time limit at step t (0
+    elsewhere): a time limit is not a terminal state, so that step bootstraps from it (as SB3).
 
-        delta_t = r_t + gamma * V(s_{t+1}) * (1 - done_t) - V(s_t)
+        delta_t = r_t + gamma * (V(s_{t+1}) * (1 - done_t) + V_cut_t) - V(s_t)
         A_t     = delta_t + gamma * lam * (1 - done_t) * A_{t+1}
         R_t     = A_t + V(s_t)                      (the TD(lambda) return)
 
@@ -26,7 +28,8 @@ def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_value: 
     last = np.zeros(rewards.shape[1:], np.float32)
     for t in reversed(range(T)):
         nonterminal = 1.0 - dones[t].astype(np.float32)
-        delta = rewards[t] + gamma * next_value * nonterminal - values[t]
+        bootstrap = next_value * nonterminal + (0.0 if cut_values is None else cut_values[t])
+        delta = rewards[t] + gamma * bootstrap - values[t]
         adv[t] = last = delta + gamma * lam * nonterminal * last
         next_value = values[t]
     return adv, (adv + values).astype(np.float32)

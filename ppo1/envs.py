@@ -366,6 +366,7 @@ class VecEnv:
         self.num_actions = envs[0].num_actions
         self.action_space = envs[0].action_space
         self.obs = np.zeros((self.num_envs, *envs[0].obs_shape), obs_dtype)
+        self.cut: dict[int, np.ndarray] = {}
 
     def reset(self) -> np.ndarray:
         """Reset all envs. Returns obs (k, *obs_shape) (a buffer reused across calls)."""
@@ -375,15 +376,20 @@ class VecEnv:
 
     def step(self, actions: np.ndarray):
         """Step every env with actions (k, ...). Returns (obs (k, *obs_shape), rewards (k,) float32,
-        dones (k,) bool, finished episodes [Episode])."""
+        dones (k,) bool, finished episodes [Episode]). `cut` is then {env index: the last observation}
+        of the episodes this step cut by a time limit (envs with `cut_obs`; Atari's 108,000-frame cut
+        stays terminal, as in baselines)."""
         k = self.num_envs
         rewards = np.zeros(k, np.float32)
         dones = np.zeros(k, bool)
         episodes = []
+        self.cut = {}
         for i, env in enumerate(self.envs):
             self.obs[i], rewards[i], dones[i], ep = env.step(actions[i])
             if ep is not None:
                 episodes.append(ep)
+            if getattr(env, "cut_obs", None) is not None:
+                self.cut[i] = env.cut_obs
         return self.obs, rewards, dones, episodes
 
     def get_state(self) -> list[dict] | None:
@@ -414,8 +420,10 @@ class GymEnv:
     """One gymnasium env with vector observations (classic control, MuJoCo), the AtariEnv interface.
 
     No preprocessing besides float32 observations and Box actions clipped to their bounds; rewards
-    are not clipped; an episode ends when the env terminates or is truncated (as in baselines), and
-    the env is reset at once. The episode statistics are the env's own returns and lengths.
+    are not clipped; an episode ends when the env terminates or is truncated, and the env is reset at
+    once. An episode cut by a time limit (truncated, not terminated) leaves its last observation in
+    `cut_obs` for that step, so training bootstraps from its value. The episode statistics are the
+    env's own returns and lengths.
     """
 
     def __init__(self, env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None):
@@ -440,6 +448,7 @@ class GymEnv:
         self._box = isinstance(self.action_space, gymnasium.spaces.Box)
         self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+        self.cut_obs: np.ndarray | None = None  # the last observation of an episode the last step cut
 
     def reset(self) -> np.ndarray:
         """Start a new (seeded) episode. Returns obs (D,) float32."""
@@ -455,6 +464,7 @@ class GymEnv:
         self.ep_return += float(reward)
         self.ep_length += 1
         episode = None
+        self.cut_obs = np.asarray(obs, np.float32) if truncated and not terminated else None
         if terminated or truncated:
             episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
                               bool(truncated and not terminated))

@@ -73,6 +73,8 @@ class Segment:
     dones: np.ndarray       # (T, k) bool
     last_value: np.ndarray  # (k,) float32: V_old of the observation after the last step
     episodes: list[Episode]  # real games that finished during the segment
+    cut_values: np.ndarray | None = None  # (T, k) float32: V_old of the last observation of an episode cut by
+    #                                       a time limit at step t, else 0 (see advantages.gae)
     advantages: np.ndarray | None = None  # (T, k) float32: GAE(lambda), set after collection
     returns: np.ndarray | None = None     # (T, k) float32: TD(lambda) value targets, likewise
 
@@ -108,13 +110,21 @@ class Collector:
             rewards=np.zeros((horizon, k), np.float32),
             dones=np.zeros((horizon, k), bool),
             last_value=np.zeros(k, np.float32),
-            episodes=[])
+            episodes=[],
+            cut_values=np.zeros((horizon, k), np.float32))
         self.profile = profile or Profile()
+        self.device = device
+
+    @torch.no_grad()
+    def value(self, obs: np.ndarray) -> np.ndarray:
+        """V of observations (n, ...) (no action drawn: the policy's random stream is left as it is)."""
+        return self.policy.dist(torch.from_numpy(obs).to(self.device))[1].float().cpu().numpy()
 
     def collect(self) -> Segment:
         """Run the policy for T steps in every env. Returns the (reused) Segment buffer."""
         seg, clock = self.seg, self.profile
         seg.episodes, seg.advantages, seg.returns = [], None, None
+        seg.cut_values[:] = 0.0
         for t in range(self.T):
             seg.obs[t] = self.obs
             start = clock.now()
@@ -126,6 +136,10 @@ class Collector:
             end = clock.now()
             clock.add("inference", mid - start)
             clock.add("env", end - mid)
+            if self.venv.cut:  # episodes cut by a time limit: the value of their last observation
+                with clock.timer("inference"):
+                    envs = sorted(self.venv.cut)
+                    seg.cut_values[t, envs] = self.value(np.stack([self.venv.cut[i] for i in envs]))
         with clock.timer("inference"):
             seg.last_value[:] = self.act(self.obs)[2]
         return seg

@@ -130,7 +130,7 @@ class Trainer:
                     wd.phase = "reward statistics allreduce"
                     seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, comm.sum)
                 seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
-                                                  cfg.gamma, cfg.lam)            # GAE(lambda), TD(lambda)
+                                                  cfg.gamma, cfg.lam, seg.cut_values)  # GAE(lambda), TD(lambda)
                 stats = self.update(seg, hp)                                     # epochs x minibatches
                 reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
                 self.record(seg, stats, hp)                                      # progress.csv, console, TB

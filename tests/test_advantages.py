@@ -91,3 +91,18 @@ def test_reward_normalizer_divides_by_the_std_of_the_returns_summed_over_ranks_a
     restored = RewardNormalizer(1, gamma=1.0)
     restored.load_state_dict(other.state_dict())
     assert restored.std() == other.std()
+
+
+def test_an_episode_cut_by_a_time_limit_bootstraps_from_its_last_observation_by_hand():
+    # one actor, 2 steps, gamma 0.5, lambda 1; step 0 cut by a time limit (done, the next step a new episode)
+    r = np.array([[1.0], [2.0]], np.float32)
+    v = np.array([[4.0], [8.0]], np.float32)
+    done = np.array([[True], [False]])
+    last = np.array([10.0], np.float32)
+    cut = np.array([[6.0], [0.0]], np.float32)  # V(the cut episode's last observation) = 6
+    adv, ret = gae(r, v, done, last, 0.5, 1.0, cut)
+    # step 1: 2 + 0.5 * 10 - 8 = -1;  step 0: 1 + 0.5 * 6 - 4 = 0 (nothing carried over from step 1)
+    np.testing.assert_allclose(adv, [[0.0], [-1.0]])
+    np.testing.assert_allclose(ret, [[4.0], [7.0]])
+    adv, _ = gae(r, v, done, last, 0.5, 1.0)  # terminal: 1 - 4 = -3
+    np.testing.assert_allclose(adv, [[-3.0], [-1.0]])

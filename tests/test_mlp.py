@@ -147,3 +147,20 @@ def test_movie_of_a_vector_env_records_its_rendered_frames(cartpole_run, tmp_pat
     clip.close()
     assert frames[0].shape == (400, 600, 3)
     assert clip.fps == 50 and abs(len(frames) - score) <= 1   # one frame per step (the last one skipped)
+
+
+def test_a_time_limit_cut_is_reported_with_the_last_observation_and_a_termination_is_not():
+    venv = make_vec_env("Pendulum-v1", 2, seed=0, rank=0)  # 200 steps, then truncated; it never terminates
+    venv.reset()
+    for step in range(200):
+        obs, _, dones, eps = venv.step(np.zeros((2, 1), np.float32))
+        assert bool(venv.cut) == (step == 199) and dones.all() == (step == 199)
+    assert sorted(venv.cut) == [0, 1] and all(e.truncated for e in eps)
+    assert all(not np.array_equal(venv.cut[i], obs[i]) for i in (0, 1)), "obs is already the next episode's"
+    cart = make_vec_env("CartPole-v1", 1, seed=0, rank=0)
+    cart.reset()
+    done = False
+    while not done:  # falls over long before its 500-step limit
+        _, _, dones, _ = cart.step(np.array([0]))
+        done = dones[0]
+        assert not cart.cut

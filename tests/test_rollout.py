@@ -59,3 +59,17 @@ def test_relabel_gives_the_log_probs_and_values_of_the_policy_as_it_is_now():
     torch.testing.assert_close(b.logp, dist.log_prob(b.actions), rtol=0, atol=1e-6)
     torch.testing.assert_close(b.values, values, rtol=0, atol=1e-6)
     np.testing.assert_array_equal(seg.logp, before)  # the segment's own buffers are left as they were
+
+
+def test_the_collector_records_the_value_of_each_time_limit_cut_episodes_last_observation():
+    from ppo1.envs import make_vec_env
+    from ppo1.policies import build
+    from ppo1.rollout import Collector
+    torch.manual_seed(0)
+    venv = make_vec_env("Pendulum-v1", 2, seed=0, rank=0)  # every episode cut at 200 steps
+    policy = build("mlp", venv.action_space, venv.obs.shape[1:])
+    seg = Collector(venv, policy, 200, venv.reset()).collect()
+    assert np.flatnonzero(seg.cut_values.any(axis=1)).tolist() == [199] and seg.dones[199].all()
+    with torch.no_grad():  # the step that cut them was the segment's last: venv.cut still holds their observations
+        _, expected = policy.dist(torch.from_numpy(np.stack([venv.cut[0], venv.cut[1]])))
+    np.testing.assert_allclose(seg.cut_values[199], expected.numpy(), rtol=1e-6)
