@@ -122,8 +122,9 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
     if name == "fast":
         values["env_steps"] = fast_budget(env_name)
         values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)
-        actors = n_ranks * given.get("envs_per_rank", values["envs_per_rank"])
+        envs = given.get("envs_per_rank", values["envs_per_rank"])
         horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
                                                                    Config.timesteps_per_actorbatch))
-        values["optim_batchsize"] = fast_optim_batchsize(actors, horizon)
+        # at least 2 samples in a rank's minibatch, which standardises its advantages
+        values["optim_batchsize"] = min(horizon, max(fast_optim_batchsize(n_ranks * envs, horizon), -(-2 // envs)))
     return values

@@ -244,3 +244,8 @@ def test_target_kl_and_clip_vloss_are_flags_with_help_saved_in_config_json(tmp_p
     assert json.loads(c.to_json())["target_kl"] == 0.02 and json.loads(c.to_json())["clip_vloss"] is True
     with pytest.raises(PPO1Error, match="--target_kl=-0.1 is invalid: must be >= 0"):
         dataclasses.replace(c, target_kl=-0.1).validate()
+
+
+def test_fast_on_many_ranks_of_one_env_keeps_two_samples_in_each_ranks_minibatch():
+    assert Config.for_preset("fast", n_ranks=512, envs_per_rank=1).optim_batchsize == 2
+    assert Config.for_preset("fast", n_ranks=512, envs_per_rank=2).optim_batchsize == 1
