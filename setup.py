@@ -8,7 +8,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read() if __import__("os").path.exists("README.md") else "",
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["ppo1", "ppo1.*", "bench", "bench.*"]),
+    packages=find_packages(include=["ppo1", "ppo1.*"]),  # bench/ runs from the clone: python -m bench.games
     py_modules=["run_atari"],
     install_requires=[
         # The Makefile installs torch==2.13.0 (CPU build) first; this range must admit it.
