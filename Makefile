@@ -39,7 +39,7 @@ train: venv
 play: venv
 	$(PY) -m run_atari --np $(NP) --mode play --model_name $(RUN) --episodes 10 $(ARGS)
 
-# One game as MP4 and a GIF of its first 80 seconds (greedy actions), in assets/$(RUN)/.
+# One game as MP4 and a GIF of its first 80 seconds (greedy actions), in the run's directory checkpoints/$(RUN)/.
 movie: venv
 	$(PY) -m run_atari --mode movie --model_name $(RUN) --greedy --gif --max_frames 4800 $(ARGS)
 

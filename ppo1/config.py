@@ -75,7 +75,8 @@ class Config:
     model_name: str = setting("model-ppo1-defaults",
         "name of the run: its files live in checkpoint_dir/model_name/")
     checkpoint_dir: str = setting("checkpoints", "directory holding one sub-directory per run")
-    asset_dir: str = setting("assets", "directory for videos and plots (asset_dir/model_name/)")
+    asset_dir: str = setting("", "movie and plot write into asset_dir/model_name/; empty (the default): into "
+                                 "the run's own directory, checkpoint_dir/model_name/")
     video_interval: int = setting(0,
         "train: every N iterations rank 0 records one evaluation game into run_dir/videos/ (the other"
         " ranks wait meanwhile); 0 = no videos")

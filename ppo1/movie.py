@@ -17,7 +17,8 @@ from ppo1.video import VIDEO_STREAM, Recording, describe, record_game
 
 def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: bool = False,
           greedy: bool = False, out: Callable[[str], None] = print) -> Recording | None:
-    """Record one game of the newest checkpoint into asset_dir/model_name/ (rank 0 only).
+    """Record one game of the newest checkpoint into the run's directory, checkpoint_dir/model_name/, or
+    asset_dir/model_name/ when asset_dir is given (rank 0 only).
 
     Returns the Recording on rank 0, None on the other ranks.
     """
@@ -26,7 +27,8 @@ def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: boo
     error = None
     if comm.is_root:  # before any work: the video's directory can be written
         try:
-            ensure_writable_dir(os.path.join(config.asset_dir, config.model_name), "asset directory")
+            ensure_writable_dir(os.path.join(config.asset_dir or config.checkpoint_dir, config.model_name),
+                                "asset directory")
         except PPO1Error as e:
             error = e
     comm.agree(error)
@@ -35,7 +37,7 @@ def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: boo
         return None
     cfg = trained.config
     game = cfg.env_name.replace("/", "-").replace(":", "-")
-    stem = os.path.join(cfg.asset_dir, cfg.model_name,
+    stem = os.path.join(cfg.asset_dir or cfg.checkpoint_dir, cfg.model_name,
                         f"{game}_iter{trained.iteration}_{trained.timesteps}steps{'_greedy' if greedy else ''}")
     out(f"ppo1: recording {cfg.env_name} with {trained.describe()}"
         f"{f', at most {max_frames} frames' if max_frames else ', one whole game'}")

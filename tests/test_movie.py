@@ -1,5 +1,6 @@
 """--mode movie: real games recorded, real MP4/GIF files decoded again."""
 import re
+import shutil
 
 import numpy as np
 from PIL import Image, ImageSequence
@@ -46,3 +47,13 @@ def test_movie_cut_by_max_frames_with_a_gif_of_every_third_frame(breakout_run, t
         durations = [frame.info["duration"] for frame in ImageSequence.Iterator(gif)]
         assert gif.format == "GIF" and gif.size == (160, 210)
     assert sum(durations) == 30 * 1000 / GIF_FPS and 1 < len(durations) <= 30
+
+
+def test_movie_without_asset_dir_writes_into_the_runs_own_directory(breakout_run, tmp_path):
+    # user output goes beside the run's checkpoints, never into a folder of the repository
+    ck, name, _ = breakout_run
+    shutil.copytree(ck / name, tmp_path / name)
+    config = Config(checkpoint_dir=str(tmp_path), model_name=name)
+    rec = movie(config, {}, Comm(None), max_frames=30, out=lambda line: None)
+    assert rec.path.startswith(str(tmp_path / name / "BreakoutNoFrameskip-v4_iter4_1024steps_"))
+    assert [p.name for p in tmp_path.iterdir()] == [name]

@@ -7,7 +7,8 @@ from PIL import Image
 
 from conftest import run_cli
 from ppo1 import PPO1Error
-from ppo1.plot import plot, read_curve
+from ppo1.config import Config
+from ppo1.plot import plot, plot_mode, read_curve
 
 
 def rows(path):
@@ -23,6 +24,17 @@ def test_plot_mode_writes_a_png_learning_curve_of_the_run(breakout_run, tmp_path
     assert f"-> {png}" in r.stdout
     with Image.open(png) as image:
         assert image.format == "PNG" and image.size == (700, 420)
+
+
+def test_plot_mode_without_asset_dir_writes_into_the_runs_own_directory(breakout_run, tmp_path):
+    ck, name, _ = breakout_run
+    shutil.copytree(ck / name, tmp_path / name)
+    lines = []
+    path = plot_mode(Config(checkpoint_dir=str(tmp_path), model_name=name), None, out=lines.append)
+    assert path == str(tmp_path / name / "learning_curve.png") and f"-> {path}" in lines[0]
+    with Image.open(path) as image:
+        assert image.format == "PNG"
+    assert [p.name for p in tmp_path.iterdir()] == [name]
 
 
 def test_plot_compares_runs_against_wall_clock_time(breakout_run, tmp_path):
