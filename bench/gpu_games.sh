@@ -7,8 +7,8 @@
 # stopped. Also in $OUT: progress.csv, config.json, console.log, gpu.txt.
 #
 #   GAME=BeamRider TRAIN_SECONDS=515 bash bench/gpu_games.sh        # (device run, carry .whl-atari)
-#   GAME=Breakout TRAIN_SECONDS=515 RESUME=assets/games/fast-10M-gpu/Breakout/resume.tar.gz   \
-#       bash bench/gpu_games.sh                                      # the next chunk of a committed run
+#   GAME=Breakout TRAIN_SECONDS=515 RESUME=run.tar.gz bash bench/gpu_games.sh   # the next chunk: the
+#       previous chunk's $OUT/run.tar.gz (archives are not committed: .gitignore)
 #
 #   GAME (default BeamRider): <GAME>NoFrameskip-v4; NP x ENVS actors (default 16 x 8 = 128);
 #   EXTRA: more run_atari flags (default `--optim_batchsize 8`: 16 minibatches of 1,024 samples per

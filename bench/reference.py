@@ -12,7 +12,7 @@ run follows the first tenth of a 10M schedule, as the published curves do), c1, 
 the same initialisation, gradient clipping only when the preset has it. SB3 standardises advantages
 per minibatch only; value clipping stays off on both sides.
 
-Writes under --out (default assets/reference/<preset>[-tag]/): config.json (the resolved settings; with
+Writes under --out (default results/reference/<preset>[-tag]/): config.json (the resolved settings; with
 --only sb3: sb3-config.json, so a ppo1 run's record stays), ppo1.csv and sb3.csv (agent steps,
 mean return of the last 100 real games), curves.png with both curves and the published reference
 points (shared/REFERENCE.md) as markers, and summary.txt (a line per side: steps, minutes, return).
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="override a Config field on both sides (an A/B variant)")
     p.add_argument("--tag", default="", help="suffix of the output directory for a variant")
     p.add_argument("--only", choices=("ppo1", "sb3", "plot"), help="run one side only, or only plot")
-    p.add_argument("--out", help="output directory (default: assets/reference/<preset>[-<tag>])")
+    p.add_argument("--out", help="output directory (default: results/reference/<preset>[-<tag>])")
     args = p.parse_args(argv)
 
     try:
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench.reference: {e}", file=sys.stderr)
         return 2
     name = args.preset + (f"-{args.tag}" if args.tag else "")
-    out = os.path.abspath(args.out or os.path.join(REPO, "assets", "reference", name))
+    out = os.path.abspath(args.out or os.path.join(REPO, "results", "reference", name))
     os.makedirs(out, exist_ok=True)
     if args.only != "plot":  # the settings both sides read; config.json only where ppo1 runs (its record)
         name_json = "sb3-config.json" if args.only == "sb3" else "config.json"
