@@ -1,11 +1,14 @@
-"""The documentation's links: every relative link and image in README.md and docs/*.md names a file or
-directory of the repository (and, for a link into a Markdown page, a heading of that page), and the
-README stays short enough to read in two minutes."""
+"""The documentation's links and the results it shows: every relative link and image in README.md and
+docs/*.md names a file or directory of the repository (and, for a link into a Markdown page, a heading of
+that page), every run folder under results/ is linked from a page, the README stays short enough to read
+in two minutes, and git tracks no checkpoint, no archive and no file over 2 MB."""
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -112,3 +115,56 @@ def test_slug_matches_github():
         "pong-what-makes-ppo1-learn-at-the-references-speed"
     assert slug("Playing, recording, plotting") == "playing-recording-plotting"
     assert slug("`--preset fast` on Pong") == "--preset-fast-on-pong"
+
+
+def _resolved_links() -> set[str]:
+    """Every relative link target of the pages, as a normalised path from the repository root."""
+    found = set()
+    for page in PAGES:
+        here = os.path.dirname(os.path.join(ROOT, page))
+        for target in links(page):
+            path = target.partition("#")[0]
+            if path and not re.match(r"^[a-z][a-z0-9+.-]*:", path, re.I):
+                found.add(os.path.relpath(os.path.normpath(os.path.join(here, path)), ROOT))
+    return found
+
+
+def test_every_results_folder_is_linked_from_a_page():
+    # A run's files are kept because a page shows them: a folder under results/ holding a run's record
+    # (progress.csv or config.json) is linked from README.md or docs/*.md, itself or a file in it.
+    linked = _resolved_links()
+    unlinked = []
+    for folder, _dirs, files in os.walk(os.path.join(ROOT, "results")):
+        if "progress.csv" in files or "config.json" in files:
+            rel = os.path.relpath(folder, ROOT)
+            if rel not in linked and not any(os.path.dirname(p) == rel for p in linked):
+                unlinked.append(rel)
+    assert unlinked == [], f"linked from no page (link them, or delete them): {sorted(unlinked)}"
+
+
+def _tracked_files() -> list[str]:
+    if not os.path.isdir(os.path.join(ROOT, ".git")) and not os.path.isfile(os.path.join(ROOT, ".git")):
+        pytest.skip("not a git checkout")
+    try:
+        r = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        pytest.skip("git is not installed")
+    if r.returncode != 0:
+        pytest.skip(f"git ls-files failed: {r.stderr.strip()}")
+    return [f for f in r.stdout.split("\0") if f]
+
+
+def test_no_tracked_file_is_over_2_mb():
+    limit = 2 * 1024 * 1024
+    big = [(f, os.path.getsize(os.path.join(ROOT, f))) for f in _tracked_files()
+           if os.path.isfile(os.path.join(ROOT, f)) and os.path.getsize(os.path.join(ROOT, f)) > limit]
+    assert big == [], f"tracked files over 2 MB: {big}"
+
+
+CHECKPOINTS_AND_ARCHIVES = ("*.pt", "*.pth", "*.ckpt", "*.tar", "*.tar.gz", "*.tgz", "*.zip")
+
+
+def test_no_checkpoint_or_archive_is_tracked():
+    tracked = [f for f in _tracked_files()
+               if any(fnmatch.fnmatch(os.path.basename(f).lower(), p) for p in CHECKPOINTS_AND_ARCHIVES)]
+    assert tracked == [], f"checkpoints or archives tracked by git (.gitignore keeps them out): {tracked}"
