@@ -111,7 +111,7 @@ _CHOICES = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "pr
 
 def _field_kwargs(f: dataclasses.Field, default) -> dict:
     """add_argument's keywords for a Config field: its help (from the field's metadata) and type."""
-    help_ = f"{f.metadata['help']} (default: {default})"
+    help_ = f"{f.metadata['help']} (default: {default if default != '' else 'none'})"
     if f.name == "preset":
         help_ += ":" + "".join(f"\n{name}: {text}" for name, text in PRESET_HELP.items())
     if isinstance(default, bool):
