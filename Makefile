@@ -43,10 +43,10 @@ play: venv
 movie: venv
 	$(PY) -m run_atari --mode movie --model_name $(RUN) --greedy --gif --max_frames 4800 $(ARGS)
 
-# The suite in 3 workers on 2 cores, one test file each (its module fixtures shared): the tests wait on processes
+# The suite in 2 workers, one test file each (its module fixtures shared): the tests wait on processes
 # (mpirun, signals, checkpoints) as much as they compute.
 test: venv
-	$(PY) -m pytest -q -n 3 --dist loadfile tests
+	$(PY) -m pytest -q -n 2 --dist loadfile tests
 
 bench: venv
 	$(PY) -m bench.throughput $(ARGS)
