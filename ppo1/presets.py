@@ -87,11 +87,12 @@ def fast_envs_per_rank(n_ranks: int, env_name: str) -> int:
     return -(-FAST_GAMES.get(env_name, FAST_DEFAULT)["actors"] // max(1, n_ranks))
 
 
-def fast_optim_batchsize(actors: int, horizon: int) -> int:
+def fast_optim_batchsize(actors: int, horizon: int, envs_per_rank: int = 1) -> int:
     """The samples per actor that make `--preset fast`'s minibatch FAST_MINIBATCH samples on `actors` actors
-    (the nearest whole number, at least 1), at most the horizon T: with fewer than FAST_MINIBATCH samples an
+    (the nearest whole number), at least 2 samples in a rank's minibatch of envs_per_rank actors (which
+    standardises its advantages), at most the horizon T: with fewer than FAST_MINIBATCH samples an
     iteration (1 actor: 128), one minibatch of all of them."""
-    return min(horizon, max(1, round(FAST_MINIBATCH / actors)))
+    return min(horizon, max(round(FAST_MINIBATCH / actors), -(-2 // envs_per_rank)))
 
 
 def preset_values(given: dict, n_ranks: int = 1) -> dict:
@@ -125,6 +126,5 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
         envs = given.get("envs_per_rank", values["envs_per_rank"])
         horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
                                                                    Config.timesteps_per_actorbatch))
-        # at least 2 samples in a rank's minibatch, which standardises its advantages
-        values["optim_batchsize"] = min(horizon, max(fast_optim_batchsize(n_ranks * envs, horizon), -(-2 // envs)))
+        values["optim_batchsize"] = fast_optim_batchsize(n_ranks * envs, horizon, envs)
     return values

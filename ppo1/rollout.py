@@ -45,7 +45,6 @@ class Batch:
             yield Batch(self.obs[idx], self.actions[idx], self.logp[idx], self.adv[idx], self.returns[idx], self.rng,
                         None if self.values is None else self.values[idx])
 
-
     @torch.no_grad()
     def relabel(self, policy: torch.nn.Module, chunk: int = 1024) -> None:
         """Set logp and values to those of `policy` as it is now (pi_old of the update), in forward passes

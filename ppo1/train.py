@@ -268,12 +268,6 @@ class Trainer:
                                 "try a smaller --optim_stepsize or a larger minibatch")
                 err.all_ranks = True
                 raise err from None
-            if not torch.isfinite(torch.nn.utils.get_total_norm(list(self.policy.parameters()))):
-                err = PPO1Error(f"training stopped at iteration {self.state.iteration + 1}: its steps made the "
-                                "parameters not finite; no checkpoint written of it (the newest on disk is "
-                                "intact); try a smaller --optim_stepsize")
-                err.all_ranks = True
-                raise err
         self.state.iteration += 1
         self.state.timesteps += self.steps_per_iter
         stats["explained_variance"] = explained_variance(seg.values.reshape(-1), seg.returns.reshape(-1))
