@@ -151,6 +151,11 @@ class Config:
         """Directory of this run: checkpoints, config.json, progress.csv, episode logs."""
         return os.path.join(self.checkpoint_dir, self.model_name)
 
+    def asset_path(self, name: str) -> str:
+        """Where movie and plot write for `name`: asset_dir/name, or checkpoint_dir/name (the run's own
+        directory) when asset_dir is empty, as by default."""
+        return os.path.join(self.asset_dir or self.checkpoint_dir, name)
+
     def clip_param(self, alpha: float) -> float:
         """The clip parameter at annealing factor alpha."""
         return self.epsilon * alpha if self.anneal_clip else self.epsilon

@@ -27,8 +27,7 @@ def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: boo
     error = None
     if comm.is_root:  # before any work: the video's directory can be written
         try:
-            ensure_writable_dir(os.path.join(config.asset_dir or config.checkpoint_dir, config.model_name),
-                                "asset directory")
+            ensure_writable_dir(config.asset_path(config.model_name), "asset directory")
         except PPO1Error as e:
             error = e
     comm.agree(error)
@@ -37,7 +36,7 @@ def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: boo
         return None
     cfg = trained.config
     game = cfg.env_name.replace("/", "-").replace(":", "-")
-    stem = os.path.join(cfg.asset_dir or cfg.checkpoint_dir, cfg.model_name,
+    stem = os.path.join(cfg.asset_path(cfg.model_name),
                         f"{game}_iter{trained.iteration}_{trained.timesteps}steps{'_greedy' if greedy else ''}")
     out(f"ppo1: recording {cfg.env_name} with {trained.describe()}"
         f"{f', at most {max_frames} frames' if max_frames else ', one whole game'}")

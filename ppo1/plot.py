@@ -152,8 +152,7 @@ def plot_mode(config: Config, runs: str | None, x: str = "timesteps", model_name
     entries = [e.strip() for e in runs.split(",") if e.strip()] if runs else [config.model_name]
     labels = [find_progress(e, config.checkpoint_dir)[0] for e in entries]
     name = config.model_name if model_name_given or not runs else "_vs_".join(dict.fromkeys(labels))
-    path = os.path.join(config.asset_dir or config.checkpoint_dir, name,
-                        "learning_curve" + ("_time" if x == "time" else "") + ".png")
+    path = os.path.join(config.asset_path(name), "learning_curve" + ("_time" if x == "time" else "") + ".png")
     ensure_writable_dir(os.path.dirname(path), "asset directory")
     _path, left_out = plot(entries, path, config.checkpoint_dir, x)
     drawn = [label for label in labels if label not in left_out]
