@@ -4,8 +4,11 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 
 import pytest
 
@@ -28,12 +31,24 @@ def mpirun_command(np_: int) -> list[str]:
 
 class ForkServer:
     """tests/forkserver.py: one process that has imported torch, gymnasium and ppo1, forking a real child
-    process per single-process run (each run then pays no interpreter start and no torch import)."""
+    process per single-process run and per rank of an `mpirun` run (each then pays no interpreter start and
+    no torch import; mpirun starts tests/rankstub.py, which hands its rank to this server)."""
 
     def __init__(self):
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.proc = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "forkserver.py")], cwd=REPO,
-                                     env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.dir = tempfile.mkdtemp(prefix="ppo1-forkserver-")
+        self.socket = os.path.join(self.dir, "socket")
+        self.proc = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "forkserver.py"),
+                                      "--socket", self.socket], cwd=REPO, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def rank_command(self, args: list[str]) -> list[str]:
+        """What mpirun starts for each rank: the stub that hands the rank to this server."""
+        deadline = time.monotonic() + 60
+        while not os.path.exists(self.socket):
+            assert self.proc.poll() is None and time.monotonic() < deadline, "the fork server did not start"
+            time.sleep(0.01)
+        return [sys.executable, "-S", os.path.join(REPO, "tests", "rankstub.py"), self.socket, *args]
 
     def run(self, cmd: list[str], args: list[str], timeout: float, cwd: str) -> subprocess.CompletedProcess:
         self.proc.stdin.write(json.dumps({"argv": args, "cwd": cwd, "timeout": timeout}) + "\n")
@@ -48,9 +63,17 @@ class ForkServer:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 _fork_server: ForkServer | None = None
+
+
+def fork_server() -> ForkServer:
+    global _fork_server
+    if _fork_server is None:
+        _fork_server = ForkServer()
+    return _fork_server
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -63,16 +86,16 @@ def _close_fork_server():
 def run_cli(args: list[str], np_: int = 1, timeout: float = 300, cwd: str | None = None,
             module: str = "run_atari", env: dict | None = None) -> subprocess.CompletedProcess:
     """Run `python -m run_atari ARGS`, under `mpirun -np np_` when np_ > 1, with `env` added to the environment.
-    A single process with the suite's environment is a child forked by the ForkServer."""
-    global _fork_server
+    A single process with the suite's environment, and each rank of run_atari under mpirun (unless `env` sets
+    a PYTHON* variable, which must reach a fresh interpreter), is a child forked by the ForkServer."""
     if np_ == 1 and module == "run_atari" and not env and not any(a.startswith("--np") for a in args):
-        if _fork_server is None:
-            _fork_server = ForkServer()
-        return _fork_server.run([sys.executable, "-m", module, *args], list(args), timeout, cwd or REPO)
-    env = dict(os.environ, **(env or {}), PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        return fork_server().run([sys.executable, "-m", module, *args], list(args), timeout, cwd or REPO)
+    env_added = env or {}
+    env = dict(os.environ, **env_added, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", module, *args]
     if np_ > 1:
-        cmd = mpirun_command(np_) + cmd
+        forked = module == "run_atari" and not any(k.startswith("PYTHON") for k in env_added)  # (its imports)
+        cmd = mpirun_command(np_) + (fork_server().rank_command(list(args)) if forked else cmd)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd or REPO, env=env)
 
 
