@@ -163,7 +163,7 @@ def summarize(out_dir: str) -> dict | None:
 def results_table(rows: dict[str, dict], published: dict) -> str:
     """The markdown table of the set: one row per game (label -> summarize())."""
     head = ("| game | env id | preset | actors | agent steps | minutes | SPS | 0.5M | 1M | 2M | at end | ppo2 1M / 2M | "
-            "CleanRL 1M / 2M | 10M finals: paper / ppo2 / CleanRL | HNS at end |")
+            "CleanRL 1M / 2M | DreamerV3-repo PPO 1M / 2M | 10M finals: paper / ppo2 / CleanRL | HNS at end |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, s in rows.items():
         pub = published["games"].get(game_name(s["env"]), {})
@@ -175,7 +175,8 @@ def results_table(rows: dict[str, dict], published: dict) -> str:
             f"| {name} | `{s['env']}`{note} | {preset} | {s['actors']} | {s['steps']:,} | {s['minutes']:.1f} | "
             f"{s['sps']:.0f} | "
             + " | ".join(_fmt(s["marks"][m]) for m in MARKS)
-            + f" | {_fmt(s['final'])} | {ref('ppo2') if ref else '–'} | {ref('cleanrl') if ref else '–'} | {finals} | "
+            + f" | {_fmt(s['final'])} | {ref('ppo2') if ref else '–'} | {ref('cleanrl') if ref else '–'} | "
+            + f"{ref('dreamerv3_ppo') if ref else '–'} | {finals} | "
             + (f"{hns(s['final'], pub):.2f}" if pub and not math.isnan(s["final"]) else "–") + " |")
     return "\n".join(lines) + "\n"
 
@@ -183,10 +184,11 @@ def results_table(rows: dict[str, dict], published: dict) -> str:
 def _plot_one(ax, s: dict, pub: dict) -> None:
     rows = s["rows"]
     ax.plot([r[0] for r in rows], [r[1] for r in rows], color="tab:blue", label="ppo1")
-    for src, color, marker, text in (("ppo2", "tab:green", "^", "baselines ppo2"),
-                                     ("cleanrl", "tab:red", "o", "CleanRL ppo_atari")):
+    for src, color, marker, text, no_sticky in (("ppo2", "tab:green", "^", "baselines ppo2", True),
+                                                ("cleanrl", "tab:red", "o", "CleanRL ppo_atari", True),
+                                                ("dreamerv3_ppo", "tab:purple", "s", "PPO of the DreamerV3 repo", False)):
         points = pub.get(src, {})
-        if points and not sticky(s["env"]):
+        if points and not (no_sticky and sticky(s["env"])):
             xs = sorted(int(k) for k in points)
             ax.plot(xs, [points[str(x)] for x in xs], marker, color=color, label=text)
     ax.set_title(f"{s['env']} ({s['preset']})" + (f"\n{s['variant']}" if s["variant"] else ""), fontsize=9)
