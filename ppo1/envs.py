@@ -78,11 +78,9 @@ def env_family(env_name: str, env_kwargs: str = "{}") -> str:
     preprocessing), `procgen`, `pixels` (any other env with image observations, ppo1.pixels) or `vector`
     (GymEnv). The last two are told apart by the env's observation space, so such an env is made (and
     closed) here. Raises PPO1Error for an env ppo1 cannot name, make or train (its spaces)."""
-    if is_procgen(env_name) or is_atari(env_name):
-        from ppo1.envref import parse_env_kwargs
-        if parse_env_kwargs(env_kwargs):
-            raise PPO1Error(f"--env_kwargs is for envs other than Atari and Procgen games, not {env_name}")
-        return "procgen" if is_procgen(env_name) else "atari"
+    family = named_family(env_name, env_kwargs)
+    if family is not None:
+        return family
     from ppo1.envref import resolve
     env = resolve(env_name, env_kwargs).make()
     try:
@@ -93,6 +91,17 @@ def env_family(env_name: str, env_kwargs: str = "{}") -> str:
         return family
     finally:
         env.close()
+
+
+def named_family(env_name: str, env_kwargs: str = "{}") -> str | None:
+    """`atari` or `procgen` where the name says so (no env is made), else None. Raises PPO1Error for
+    --env_kwargs given to them (their envs take none)."""
+    if not (is_procgen(env_name) or is_atari(env_name)):
+        return None
+    from ppo1.envref import parse_env_kwargs
+    if parse_env_kwargs(env_kwargs):
+        raise PPO1Error(f"--env_kwargs is for envs other than Atari and Procgen games, not {env_name}")
+    return "procgen" if is_procgen(env_name) else "atari"
 
 
 def observation_family(space, env_name: str) -> str:
@@ -475,12 +484,14 @@ class GymEnv:
     """
 
     def __init__(self, env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
-                 env_kwargs: str = "{}"):
+                 env_kwargs: str = "{}", gym_env=None):
+        """gym_env: the env already made (by make_gym_env), else it is made from env_id and env_kwargs."""
         from ppo1.envref import resolve
         gymnasium = load_gymnasium()
-        ref = resolve(env_id, env_kwargs)
-        offscreen(render_mode)
-        self.gym_env = ref.make(render_mode)
+        if gym_env is None:
+            offscreen(render_mode)
+            gym_env = resolve(env_id, env_kwargs).make(render_mode)
+        self.gym_env = gym_env
         self.observation_space = self.gym_env.observation_space
         self.action_space = self.gym_env.action_space
         if not isinstance(self.observation_space, gymnasium.spaces.Box) or len(self.observation_space.shape) != 1:
@@ -546,40 +557,6 @@ def offscreen(render_mode: str | None) -> None:
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic control) likewise
 
 
-class VecGym(VecEnv):
-    """k GymEnvs of one rank: obs (k, D) float32."""
-
-    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, env_kwargs: str = "{}"):
-        super().__init__([GymEnv(env_id, env_seed(seed, rank, i), env_kwargs=env_kwargs) for i in range(num_envs)],
-                         np.float32)
-        self.observation_space = self.envs[0].observation_space
-
-
-class VecPixels(VecEnv):
-    """k PixelEnvs of one rank (ppo1.pixels): obs (k, stack x C, N, N) uint8."""
-
-    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, env_kwargs: str = "{}", frames=None):
-        from ppo1.envref import resolve
-        from ppo1.pixels import Frames, PixelEnv
-        ref = resolve(env_id, env_kwargs)
-        envs: list = []
-        try:
-            for i in range(num_envs):
-                envs.append(PixelEnv(ref, env_seed(seed, rank, i), frames or Frames()))
-        except BaseException:
-            for env in envs:
-                env.close()
-            raise
-        super().__init__(envs, np.uint8)
-
-
-class VecProcgen(VecEnv):
-    """k ProcgenEnvs of one rank: obs (k, 3, 64, 64) uint8."""
-
-    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None):
-        super().__init__([ProcgenEnv(env_id, env_seed(seed, rank, i), levels) for i in range(num_envs)], np.uint8)
-
-
 @dataclasses.dataclass(frozen=True)
 class EnvOptions:
     """What makes an env besides its name: --env_kwargs (a JSON object string, for envs other than Atari and
@@ -595,32 +572,75 @@ class EnvOptions:
         return cls(config.env_kwargs, Frames.of(config))
 
 
+class VecGym(VecEnv):
+    """k GymEnvs of one rank: obs (k, D) float32."""
+
+    def __init__(self, envs: list[GymEnv]):
+        super().__init__(envs, np.float32)
+        self.observation_space = self.envs[0].observation_space
+
+
+class VecPixels(VecEnv):
+    """k PixelEnvs of one rank (ppo1.pixels): obs (k, stack x C, N, N) uint8."""
+
+    def __init__(self, envs: list):
+        super().__init__(envs, np.uint8)
+
+
+def make_gym_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
+                 options: EnvOptions = EnvOptions()):
+    """One env other than Atari and Procgen, made once and wrapped by its observations: PixelEnv (images,
+    preprocessed by options.frames) or GymEnv (vectors). Raises PPO1Error for an env ppo1 cannot make or
+    train."""
+    from ppo1.envref import resolve
+    from ppo1.pixels import Frames, PixelEnv
+
+    ref = resolve(env_id, options.env_kwargs)
+    offscreen(render_mode)
+    gym_env = ref.make(render_mode)
+    try:
+        if observation_family(gym_env.observation_space, env_id) == "pixels":
+            return PixelEnv(ref, seed, options.frames or Frames(), gym_env=gym_env)
+        return GymEnv(env_id, seed, gym_env=gym_env)
+    except BaseException:
+        gym_env.close()
+        raise
+
+
+class VecProcgen(VecEnv):
+    """k ProcgenEnvs of one rank: obs (k, 3, 64, 64) uint8."""
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None):
+        super().__init__([ProcgenEnv(env_id, env_seed(seed, rank, i), levels) for i in range(num_envs)], np.uint8)
+
+
 def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None,
                  options: EnvOptions = EnvOptions()):
     """VecAtari (DeepMind preprocessing) for Atari ids, VecProcgen for `procgen:<game>` (on `levels`),
     VecPixels for other envs with image observations, VecGym for envs with vector observations."""
-    family = env_family(env_id, options.env_kwargs)
+    family = named_family(env_id, options.env_kwargs)
     if family == "procgen":
         return VecProcgen(env_id, num_envs, seed, rank, levels)
     if family == "atari":
         return VecAtari(env_id, num_envs, seed, rank)
-    if family == "pixels":
-        return VecPixels(env_id, num_envs, seed, rank, options.env_kwargs, options.frames)
-    return VecGym(env_id, num_envs, seed, rank, options.env_kwargs)
+    envs: list = []
+    try:
+        for i in range(num_envs):
+            envs.append(make_gym_env(env_id, env_seed(seed, rank, i), options=options))
+    except BaseException:
+        for env in envs:
+            env.close()
+        raise
+    return VecGym(envs) if isinstance(envs[0], GymEnv) else VecPixels(envs)
 
 
 def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
                   levels: ProcgenLevels | None = None, options: EnvOptions = EnvOptions()):
     """One env that plays whole games with real scores: AtariEnv(training=False), ProcgenEnv (on
     `levels`: evaluation passes the unseen ones), PixelEnv or GymEnv."""
-    family = env_family(env_id, options.env_kwargs)
+    family = named_family(env_id, options.env_kwargs)
     if family == "procgen":
         return ProcgenEnv(env_id, seed, levels)
     if family == "atari":
         return AtariEnv(env_id, seed, training=False, render_mode=render_mode)
-    if family == "pixels":
-        from ppo1.envref import resolve
-        from ppo1.pixels import Frames, PixelEnv
-        offscreen(render_mode)
-        return PixelEnv(resolve(env_id, options.env_kwargs), seed, options.frames or Frames(), render_mode=render_mode)
-    return GymEnv(env_id, seed, render_mode=render_mode, env_kwargs=options.env_kwargs)
+    return make_gym_env(env_id, seed, render_mode, options)

@@ -19,7 +19,7 @@ from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
 from ppo1.distributed import Comm
-from ppo1.envs import (PROCGEN_SHAPE, AtariEnv, EnvOptions, Episode, ProcgenEnv, ProcgenLevels, env_family,
+from ppo1.envs import (PROCGEN_SHAPE, AtariEnv, EnvOptions, Episode, ProcgenEnv, ProcgenLevels, named_family,
                        is_procgen, make_eval_env)
 from ppo1.policies import ActorCritic, build
 
@@ -185,7 +185,7 @@ def open_game(env_name: str, seed: np.random.SeedSequence, levels: ProcgenLevels
         env = ProcgenEnv(env_name, seed, levels)
         obs = env.reset()
         return env, obs, env.rgb().shape[:2], env.fps
-    if env_family(env_name, options.env_kwargs) == "atari":
+    if named_family(env_name, options.env_kwargs) == "atari":
         env = AtariEnv(env_name, seed, training=False)
         return env, None, tuple(env.ale.getScreenDims()), FPS
     env = make_eval_env(env_name, seed, render_mode="rgb_array", options=options)
