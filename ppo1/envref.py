@@ -57,9 +57,9 @@ class EnvRef:
         return f"{self.name}({args})"
 
     def make(self, render_mode: str | None = None):
-        """A new gymnasium Env. render_mode goes to gymnasium.make, and to a factory that has a
-        `render_mode` parameter (else its env renders as it was made). Raises PPO1Error naming the env
-        when it cannot be made or is not a gymnasium Env."""
+        """A new gymnasium Env. render_mode goes to gymnasium.make, and to a factory that takes it (a
+        `render_mode` parameter, or **kwargs that do not refuse it); else its env renders as it was made.
+        Raises PPO1Error naming the env when it cannot be made or is not a gymnasium Env."""
         import gymnasium
 
         kwargs = dict(self.kwargs)
@@ -67,7 +67,15 @@ class EnvRef:
                 self.gym_id is not None or _takes(self.factory, "render_mode")):
             kwargs["render_mode"] = render_mode
         try:
-            env = gymnasium.make(self.gym_id, **kwargs) if self.gym_id is not None else self.factory(**kwargs)
+            if self.gym_id is not None:
+                env = gymnasium.make(self.gym_id, **kwargs)
+            else:
+                try:
+                    env = self.factory(**kwargs)
+                except TypeError as e:  # **kwargs that end in a constructor without render_mode
+                    if "render_mode" not in str(e) or "render_mode" in self.kwargs:
+                        raise
+                    env = self.factory(**self.kwargs)
         except PPO1Error:
             raise
         except gymnasium.error.DependencyNotInstalled as e:
@@ -82,11 +90,12 @@ class EnvRef:
 
 
 def _takes(fn: Callable | None, name: str) -> bool:
-    """Whether `fn` has a parameter called `name` (not merely **kwargs)."""
+    """Whether `fn` takes a keyword argument `name`: a parameter of that name, or **kwargs."""
     try:
-        return name in inspect.signature(fn).parameters
+        parameters = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
+    return name in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def resolve(name: str, env_kwargs: str = "{}") -> EnvRef:

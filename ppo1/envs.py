@@ -70,9 +70,6 @@ def is_atari(env_id: str) -> bool:
     return gym_id is not None and str(env_spec(gym_id).entry_point).startswith("ale_py")
 
 
-FAMILIES = ("atari", "procgen", "pixels", "vector")
-
-
 def env_family(env_name: str, env_kwargs: str = "{}") -> str:
     """The family of an env, which decides its preprocessing, policy and presets: `atari` (DeepMind
     preprocessing), `procgen`, `pixels` (any other env with image observations, ppo1.pixels) or `vector`

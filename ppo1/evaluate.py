@@ -19,8 +19,8 @@ from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
 from ppo1.distributed import Comm
-from ppo1.envs import (PROCGEN_SHAPE, AtariEnv, EnvOptions, Episode, ProcgenEnv, ProcgenLevels, named_family,
-                       is_procgen, make_eval_env)
+from ppo1.envs import (PROCGEN_SHAPE, AtariEnv, EnvOptions, Episode, ProcgenEnv, ProcgenLevels, is_procgen,
+                       make_eval_env, named_family)
 from ppo1.policies import ActorCritic, build
 
 # Flags that play and movie take from the command line; every other setting is the checkpoint's.

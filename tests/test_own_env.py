@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import TINY, run_cli
+from conftest import TINY, decode, run_cli
 from ppo1 import PPO1Error
 from ppo1.envs import EnvOptions, env_family, env_seed, make_vec_env
 from ppo1.pixels import Frames, PixelEnv, obs_shape, preprocess, push, repeat_action
@@ -68,6 +68,20 @@ def test_a_time_limit_truncation_is_done_with_its_last_observation_kept_for_the_
     assert env.cut_obs is not None and not np.array_equal(env.cut_obs, results[-1][0])
 
 
+def test_videos_show_the_envs_render_else_its_own_images():
+    from ppo1.envref import resolve
+    ref = resolve("tests.pixelenv:make_env", '{"size": 16}')
+    rendered, plain = (PixelEnv(ref, env_seed(0, 0, 0), Frames(), render_mode=mode) for mode in ("rgb_array", None))
+    for env in (rendered, plain):
+        env.reset()
+        env.step(1)
+        np.testing.assert_array_equal(env.rgb(), env.gym_env.unwrapped._image())
+    assert plain.gym_env.render_mode is None and rendered.gym_env.render_mode == "rgb_array"
+    gray = np.arange(12, dtype=np.uint8).reshape(3, 4)  # an (H, W) image becomes RGB
+    plain._image = gray
+    assert plain.rgb().shape == (3, 4, 3) and np.array_equal(plain.rgb()[:, :, 2], gray)
+
+
 # ------------------------------------------------------------------------------ naming an env
 def test_the_three_ways_of_naming_an_env_give_their_families():
     assert env_family("tests.pixelenv:make_env", '{"size": 24}') == "pixels"
@@ -111,7 +125,10 @@ def test_a_factory_run_resumes_and_plays_and_records_the_env_it_was_trained_on(p
     r = run_cli(["--mode", "movie", *common])
     assert r.returncode == 0, r.stderr
     [mp4] = (ck / "px").glob("tests.pixelenv-make_env_iter3_*.mp4")
-    assert mp4.stat().st_size > 0
+    (width, height), fps, frames = decode(str(mp4))
+    assert (width, height, fps) == (24, 24, 10) and len(frames) > 1  # the env's render: 24x24 at its 10 fps
+    r = run_cli(["--mode", "plot", *common])
+    assert r.returncode == 0 and (ck / "px" / "learning_curve.png").exists(), r.stderr
 
 
 def test_a_checkpoint_refuses_the_env_once_its_observations_differ(pixel_run, tmp_path):
