@@ -194,6 +194,7 @@ class TrainState:
     n_ranks: int | None = None
     ranks: list[dict] | None = None    # RankState.to_dict() of every rank, in rank order
     reward_norm: dict | None = None    # --norm_reward: RewardNormalizer.state_dict() (the same on every rank)
+    obs_shape: list[int] | None = None  # the observations the model reads (None in older checkpoints)
 
     def to_checkpoint(self) -> dict:
         """The dict saved on disk (keys of format FORMAT; the parts that are None are left out)."""
@@ -201,7 +202,8 @@ class TrainState:
                 "timesteps": self.timesteps, "episodes": self.episodes,
                 "recent_returns": [r for r, _ in self.recent], "recent_lengths": [n for _, n in self.recent],
                 "num_actions": self.num_actions, "n_actors": self.n_actors, "n_ranks": self.n_ranks,
-                "config": self.config, "ranks": self.ranks, "reward_norm": self.reward_norm}
+                "config": self.config, "ranks": self.ranks, "reward_norm": self.reward_norm,
+                "obs_shape": self.obs_shape}
         return {k: v for k, v in data.items() if v is not None}
 
     @classmethod
@@ -222,7 +224,7 @@ class TrainState:
                    n_actors=data["n_actors"], iteration=data["iteration"], timesteps=data["timesteps"],
                    episodes=data.get("episodes", 0), recent=collections.deque(recent, maxlen=RECENT),
                    optimizer=data.get("optimizer"), n_ranks=data.get("n_ranks"), ranks=data.get("ranks"),
-                   reward_norm=data.get("reward_norm"))
+                   reward_norm=data.get("reward_norm"), obs_shape=_obs_shape(data.get("obs_shape"), path))
 
     def rank(self, r: int) -> RankState:
         """Rank r's saved generators and games."""
@@ -233,6 +235,13 @@ class TrainState:
         log.record(iteration=self.iteration, timesteps=self.timesteps, episodes=self.episodes,
                    ep_return_mean=float(np.mean([r for r, _ in self.recent])) if self.recent else float("nan"),
                    ep_length_mean=float(np.mean([n for _, n in self.recent])) if self.recent else float("nan"))
+
+
+def _obs_shape(value: Any, path: str) -> list[int] | None:
+    """A checkpoint's 'obs_shape' (a list of whole numbers >= 1, or absent). Raises PPO1Error naming `path`."""
+    if value is not None and not (isinstance(value, list) and all(type(n) is int and n >= 1 for n in value)):
+        raise PPO1Error(f"checkpoint {path} is corrupt: 'obs_shape' is {value!r}, not a list of whole numbers")
+    return value
 
 
 # Keys every checkpoint holds, with their types (play and movie need these) ...
@@ -364,12 +373,17 @@ def load_config(run_dir: str) -> Config:
     return config_from_data(data, path)
 
 
-def validate(state: TrainState, config: Config, num_actions: int, n_actors: int) -> None:
-    """Raise PPO1Error if a checkpoint does not belong to this game, model or number of actors."""
+def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
+             obs_shape: tuple[int, ...] | None = None) -> None:
+    """Raise PPO1Error if a checkpoint does not belong to this game (its name, kwargs and observations),
+    model or number of actors."""
     saved = config_from_data(state.config, "checkpoint")
     path = "checkpoint"
     if saved.env_name != config.env_name:
         raise PPO1Error(f"{path} was trained on {saved.env_name}, not {config.env_name}")
+    if json.loads(saved.env_kwargs) != json.loads(config.env_kwargs):
+        raise PPO1Error(f"{path} was trained with --env_kwargs {saved.env_kwargs}, not {config.env_kwargs}")
+    check_obs_shape(state, obs_shape, config.env_name)
     if saved.model_type != config.model_type:
         raise PPO1Error(f"{path} holds a {saved.model_type!r} model, not --model_type={config.model_type}")
     if state.num_actions != num_actions:
@@ -377,3 +391,11 @@ def validate(state: TrainState, config: Config, num_actions: int, n_actors: int)
     if n_actors and state.n_actors != n_actors:
         raise PPO1Error(f"{path} was trained with {state.n_actors} actors (ranks x envs_per_rank), "
                         f"this run has {n_actors}")
+
+
+def check_obs_shape(state: TrainState, obs_shape: tuple[int, ...] | None, env_name: str) -> None:
+    """Raise PPO1Error if the checkpoint's model reads observations of another shape than `obs_shape` (the
+    env's now: its own code, or the preprocessing flags, changed). Checkpoints without the shape pass."""
+    if obs_shape is not None and state.obs_shape is not None and tuple(state.obs_shape) != tuple(obs_shape):
+        raise PPO1Error(f"checkpoint holds a model of observations {tuple(state.obs_shape)}, {env_name} now gives "
+                        f"{tuple(obs_shape)}: was the env or its preprocessing changed?")

@@ -48,7 +48,14 @@ class Config:
     """
 
     env_name: str = setting("PongNoFrameskip-v4",
-        "gymnasium Atari id: <Game>NoFrameskip-v4 (DeepMind preprocessing) or ALE/<Game>-v5")
+        "the env: a gymnasium Atari id, <Game>NoFrameskip-v4 or ALE/<Game>-v5 (DeepMind preprocessing); "
+        "procgen:<game>; any other registered gymnasium id, with image or vector observations; "
+        "module:EnvId (imports module first, for packages that register their ids on import); or "
+        "package.module:callable, a factory returning a gymnasium Env, called with --env_kwargs")
+    env_kwargs: str = setting("{}",
+        "keyword arguments, a JSON object, for the factory of --env_name package.module:callable (or "
+        "gymnasium.make of an id other than Atari and Procgen), e.g. '{\"size\": 24}'; saved with the run, so "
+        "resume, play and movie make the same env")
     env_steps: int = setting(10_000_000,
         "agent steps to train for, summed over all actors (on Atari 1 step = 4 frames); alpha anneals over it")
     timesteps_per_actorbatch: int = setting(128, "horizon T: steps per actor (env) per iteration")
@@ -68,6 +75,18 @@ class Config:
         "agent steps over which the step size rises linearly from 0 to its annealed value (Adam's first "
         "steps otherwise move every weight by the full step size); 0 = off (the paper)")
     seed: int = setting(0, "random seed; each env is seeded from (seed, rank, env index)")
+    frame_skip: int = setting(1,
+        "image-observation envs other than Atari and Procgen: repeat each action this many env steps, "
+        "summing their rewards (Atari keeps DeepMind's 4 and its own preprocessing)")
+    frame_size: int = setting(84,
+        "image-observation envs other than Atari and Procgen: resize each frame to N x N (INTER_AREA); 0 "
+        "keeps the env's own size")
+    frame_gray: bool = setting(True,
+        "image-observation envs other than Atari and Procgen: convert RGB frames to gray (--no-frame_gray "
+        "keeps their colours)")
+    frame_stack: int = setting(4,
+        "image-observation envs other than Atari and Procgen: the observation is the last N frames, oldest "
+        "first (rewards are the env's own, not clipped)")
     model_type: str = setting("small",
         "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN of "
         "Espeholt et al. 2018: 3 stages of conv, max-pool and 2 residual blocks, 16/32/32 channels, fc 256; "
@@ -91,8 +110,9 @@ class Config:
     deterministic: bool = setting(False,
         "1 torch thread per rank and deterministic kernels, so a resumed run is bit-identical")
     preset: str = setting("paper",
-        "hyperparameter family applied to every flag not given (vector-observation envs: mujoco, "
-        "baselines' run_mujoco; procgen:<game> envs: procgen, the Procgen paper's easy mode)")
+        "hyperparameter family applied to every flag not given (Atari and other image-observation envs: paper, "
+        "fast, cleanrl or baselines; vector-observation envs: mujoco, baselines' run_mujoco; procgen:<game> envs: "
+        "procgen, the Procgen paper's easy mode)")
     init: str = setting("normc",
         "weight initialisation: normc (baselines ppo1: Glorot-uniform convolutions, normc linears) or "
         "orthogonal (ppo2, CleanRL, SB3; with --model_type impala its features start ~20x larger)")
@@ -177,6 +197,8 @@ class Config:
         """Raise PPO1Error naming the first out-of-range value; return self when all are valid."""
         if not isinstance(self.env_name, str) or not self.env_name.strip():
             self._bad("env_name", "a gymnasium Atari id such as PongNoFrameskip-v4")
+        from ppo1.envref import parse_env_kwargs
+        parse_env_kwargs(self.env_kwargs)
         self._validate_numbers()
         self._validate_choices()
         return self
@@ -227,6 +249,11 @@ class Config:
             bad("target_kl", ">= 0 (0 = off)")
         if not isinstance(self.lr_warmup, int) or self.lr_warmup < 0:
             bad("lr_warmup", "a whole number >= 0 (0 = off)")
+        for name in ("frame_skip", "frame_stack"):
+            if not isinstance(getattr(self, name), int) or not 1 <= getattr(self, name) <= 64:
+                bad(name, "a whole number from 1 to 64")
+        if not isinstance(self.frame_size, int) or not 0 <= self.frame_size <= 1024:
+            bad("frame_size", "a whole number from 0 (the env's own size) to 1024")
         for name in ("num_levels", "start_level"):
             if not isinstance(getattr(self, name), int) or not 0 <= getattr(self, name) < 2**31:
                 bad(name, "a whole number >= 0")

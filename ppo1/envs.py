@@ -15,6 +15,10 @@ Procgen games (Cobbe et al., 2020), `--env_name procgen:<game>` where the `procg
 installed: (3, 64, 64) uint8 RGB observations (one frame, no stacking, no frame skip), 15 actions,
 rewards as the game gives them; training on `num_levels` levels from `start_level`, evaluation on
 the levels after them (ProcgenLevels).
+
+Any other gymnasium env, named by id, `module:EnvId` or `package.module:callable` (ppo1.envref): image
+observations get ppo1.pixels' PixelEnv, vector observations GymEnv. `env_family` says which of the four
+families an env is, for the presets and the modes.
 """
 from __future__ import annotations
 
@@ -53,12 +57,61 @@ def env_spec(env_id: str):
         return gymnasium.spec(env_id)
     except gymnasium.error.Error as e:
         raise PPO1Error(f"--env_name={env_id!r} is not a known environment id ({e}); "
-                        "use e.g. PongNoFrameskip-v4, ALE/Pong-v5 or CartPole-v1") from None
+                        "use e.g. PongNoFrameskip-v4, ALE/Pong-v5, CartPole-v1, module:EnvId (a package that "
+                        "registers EnvId on import) or package.module:make_env (a factory)") from None
 
 
 def is_atari(env_id: str) -> bool:
     """True for ids of ale-py's Atari games (which get the DeepMind preprocessing and a CNN)."""
-    return not is_procgen(env_id) and str(env_spec(env_id).entry_point).startswith("ale_py")
+    if is_procgen(env_id):
+        return False
+    from ppo1.envref import resolve
+    gym_id = resolve(env_id).gym_id  # None for a factory (package.module:callable)
+    return gym_id is not None and str(env_spec(gym_id).entry_point).startswith("ale_py")
+
+
+def env_family(env_name: str, env_kwargs: str = "{}") -> str:
+    """The family of an env, which decides its preprocessing, policy and presets: `atari` (DeepMind
+    preprocessing), `procgen`, `pixels` (any other env with image observations, ppo1.pixels) or `vector`
+    (GymEnv). The last two are told apart by the env's observation space, so such an env is made (and
+    closed) here. Raises PPO1Error for an env ppo1 cannot name, make or train (its spaces)."""
+    family = named_family(env_name, env_kwargs)
+    if family is not None:
+        return family
+    from ppo1.envref import resolve
+    env = resolve(env_name, env_kwargs).make()
+    try:
+        family = observation_family(env.observation_space, env_name)
+        if family == "pixels":
+            from ppo1.pixels import check_spaces
+            check_spaces(env_name, env.observation_space, env.action_space)
+        return family
+    finally:
+        env.close()
+
+
+def named_family(env_name: str, env_kwargs: str = "{}") -> str | None:
+    """`atari` or `procgen` where the name says so (no env is made), else None. Raises PPO1Error for
+    --env_kwargs given to them (their envs take none)."""
+    if not (is_procgen(env_name) or is_atari(env_name)):
+        return None
+    from ppo1.envref import parse_env_kwargs
+    if parse_env_kwargs(env_kwargs):
+        raise PPO1Error(f"--env_kwargs is for envs other than Atari and Procgen games, not {env_name}")
+    return "procgen" if is_procgen(env_name) else "atari"
+
+
+def observation_family(space, env_name: str) -> str:
+    """`pixels` for image observations, `vector` for vector observations; PPO1Error naming any other space."""
+    import gymnasium
+    from ppo1.pixels import is_image_space
+
+    if is_image_space(space):
+        return "pixels"
+    if isinstance(space, gymnasium.spaces.Box) and len(space.shape) == 1:
+        return "vector"
+    raise PPO1Error(f"--env_name={env_name!r} has observations {space}: ppo1 trains image observations (a Box of "
+                    "uint8, (H, W) or (H, W, C)) and vector observations (a 1-D Box)")
 
 
 # ---------------------------------------------------------------------------------------- Procgen
@@ -417,7 +470,8 @@ class VecAtari(VecEnv):
 
 
 class GymEnv:
-    """One gymnasium env with vector observations (classic control, MuJoCo), the AtariEnv interface.
+    """One gymnasium env with vector observations (classic control, MuJoCo; any id or factory of
+    ppo1.envref, made with --env_kwargs), the AtariEnv interface.
 
     No preprocessing besides float32 observations and Box actions clipped to their bounds; rewards
     are not clipped; an episode ends when the env terminates or is truncated, and the env is reset at
@@ -426,23 +480,22 @@ class GymEnv:
     env's own returns and lengths.
     """
 
-    def __init__(self, env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None):
+    def __init__(self, env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
+                 env_kwargs: str = "{}", gym_env=None):
+        """gym_env: the env already made (by make_gym_env), else it is made from env_id and env_kwargs."""
+        from ppo1.envref import resolve
         gymnasium = load_gymnasium()
-        env_spec(env_id)
-        kwargs = {"render_mode": render_mode} if render_mode else {}
-        if render_mode == "rgb_array":
-            os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo renders off-screen without a display
-            if not os.environ.get("DISPLAY"):
-                os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic control) likewise
-        try:
-            self.gym_env = gymnasium.make(env_id, **kwargs)
-        except gymnasium.error.DependencyNotInstalled as e:
-            raise PPO1Error(f"--env_name={env_id!r} needs a package that is not installed: {e}") from None
+        if gym_env is None:
+            offscreen(render_mode)
+            gym_env = resolve(env_id, env_kwargs).make(render_mode)
+        self.gym_env = gym_env
         self.observation_space = self.gym_env.observation_space
         self.action_space = self.gym_env.action_space
         if not isinstance(self.observation_space, gymnasium.spaces.Box) or len(self.observation_space.shape) != 1:
-            raise PPO1Error(f"--env_name={env_id!r} has observations {self.observation_space}: ppo1 trains Atari "
-                            "games (image observations) and envs with vector observations")
+            self.gym_env.close()
+            family = observation_family(self.observation_space, env_id)  # PPO1Error naming any other space
+            raise PPO1Error(f"--env_name={env_id!r} has {family} observations, not vectors (make_vec_env gives it "
+                            "a PixelEnv)")
         self.num_actions = int(getattr(self.action_space, "n", None) or self.action_space.shape[0])
         self.obs_shape = tuple(self.observation_space.shape)
         self._box = isinstance(self.action_space, gymnasium.spaces.Box)
@@ -493,12 +546,62 @@ class GymEnv:
         self.gym_env.close()
 
 
+def offscreen(render_mode: str | None) -> None:
+    """Let envs render rgb_array frames without a display (MuJoCo through EGL, pygame's dummy driver)."""
+    if render_mode == "rgb_array":
+        os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo renders off-screen without a display
+        if not os.environ.get("DISPLAY"):
+            os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic control) likewise
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvOptions:
+    """What makes an env besides its name: --env_kwargs (a JSON object string, for envs other than Atari and
+    Procgen) and the image preprocessing of the `pixels` family (ppo1.pixels.Frames; None = its defaults)."""
+
+    env_kwargs: str = "{}"
+    frames: Any = None
+
+    @classmethod
+    def of(cls, config) -> "EnvOptions":
+        """The run's options, from its Config."""
+        from ppo1.pixels import Frames
+        return cls(config.env_kwargs, Frames.of(config))
+
+
 class VecGym(VecEnv):
     """k GymEnvs of one rank: obs (k, D) float32."""
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int):
-        super().__init__([GymEnv(env_id, env_seed(seed, rank, i)) for i in range(num_envs)], np.float32)
+    def __init__(self, envs: list[GymEnv]):
+        super().__init__(envs, np.float32)
         self.observation_space = self.envs[0].observation_space
+
+
+class VecPixels(VecEnv):
+    """k PixelEnvs of one rank (ppo1.pixels): obs (k, stack x C, N, N) uint8."""
+
+    def __init__(self, envs: list):
+        super().__init__(envs, np.uint8)
+
+
+def make_gym_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
+                 options: EnvOptions = EnvOptions()):
+    """One env other than Atari and Procgen, made once and wrapped by its observations: PixelEnv (images,
+    preprocessed by options.frames) or GymEnv (vectors). Raises PPO1Error for an env ppo1 cannot make or
+    train."""
+    from ppo1.envref import resolve
+    from ppo1.pixels import Frames, PixelEnv
+
+    ref = resolve(env_id, options.env_kwargs)
+    offscreen(render_mode)
+    gym_env = ref.make(render_mode)
+    try:
+        if observation_family(gym_env.observation_space, env_id) == "pixels":
+            return PixelEnv(ref, seed, options.frames or Frames(), gym_env=gym_env)
+        return GymEnv(env_id, seed, gym_env=gym_env)
+    except BaseException:
+        gym_env.close()
+        raise
 
 
 class VecProcgen(VecEnv):
@@ -508,22 +611,33 @@ class VecProcgen(VecEnv):
         super().__init__([ProcgenEnv(env_id, env_seed(seed, rank, i), levels) for i in range(num_envs)], np.uint8)
 
 
-def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None):
+def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None,
+                 options: EnvOptions = EnvOptions()):
     """VecAtari (DeepMind preprocessing) for Atari ids, VecProcgen for `procgen:<game>` (on `levels`),
-    VecGym for envs with vector observations."""
-    if is_procgen(env_id):
+    VecPixels for other envs with image observations, VecGym for envs with vector observations."""
+    family = named_family(env_id, options.env_kwargs)
+    if family == "procgen":
         return VecProcgen(env_id, num_envs, seed, rank, levels)
-    if is_atari(env_id):
+    if family == "atari":
         return VecAtari(env_id, num_envs, seed, rank)
-    return VecGym(env_id, num_envs, seed, rank)
+    envs: list = []
+    try:
+        for i in range(num_envs):
+            envs.append(make_gym_env(env_id, env_seed(seed, rank, i), options=options))
+    except BaseException:
+        for env in envs:
+            env.close()
+        raise
+    return VecGym(envs) if isinstance(envs[0], GymEnv) else VecPixels(envs)
 
 
 def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
-                  levels: ProcgenLevels | None = None):
+                  levels: ProcgenLevels | None = None, options: EnvOptions = EnvOptions()):
     """One env that plays whole games with real scores: AtariEnv(training=False), ProcgenEnv (on
-    `levels`: evaluation passes the unseen ones) or GymEnv."""
-    if is_procgen(env_id):
+    `levels`: evaluation passes the unseen ones), PixelEnv or GymEnv."""
+    family = named_family(env_id, options.env_kwargs)
+    if family == "procgen":
         return ProcgenEnv(env_id, seed, levels)
-    if is_atari(env_id):
+    if family == "atari":
         return AtariEnv(env_id, seed, training=False, render_mode=render_mode)
-    return GymEnv(env_id, seed, render_mode=render_mode)
+    return make_gym_env(env_id, seed, render_mode, options)

@@ -19,8 +19,8 @@ from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
 from ppo1.distributed import Comm
-from ppo1.envs import (PROCGEN_SHAPE, AtariEnv, Episode, GymEnv, ProcgenEnv, ProcgenLevels, is_atari, is_procgen,
-                       make_eval_env)
+from ppo1.envs import (PROCGEN_SHAPE, AtariEnv, EnvOptions, Episode, ProcgenEnv, ProcgenLevels, is_procgen,
+                       make_eval_env, named_family)
 from ppo1.policies import ActorCritic, build
 
 # Flags that play and movie take from the command line; every other setting is the checkpoint's.
@@ -81,20 +81,38 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
         error = e
     comm.agree(error)
     state, path, saved = comm.bcast(loaded)
-    if saved.model_type == "mlp":  # the MLP's shape comes from the env's spaces
-        env = make_eval_env(saved.env_name, np.random.SeedSequence(0))
-        policy = build(saved.model_type, env.action_space, env.obs_shape)
-        env.close()
-    else:
-        shape = PROCGEN_SHAPE if is_procgen(saved.env_name) else (4, 84, 84)
-        policy = build(saved.model_type, state.num_actions, shape, frame_norm=saved.frame_norm)
-    policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
+    policy = None
+    try:  # the model's shapes come from the env it was trained on, made as then (a factory may fail)
+        policy = _policy_for(state, saved, path)
+    except PPO1Error as e:
+        error = e
+    comm.agree(error)
     configure(device, config.deterministic)
     policy.to(device).eval()
     # batch-1 forward passes: 1 thread is fastest
     torch.set_num_threads(fit_threads(given.get("num_threads") or 1,
                                       (lambda m: print(m, flush=True)) if comm.is_root else (lambda m: None)))
     return Trained(policy, saved, path, state.iteration, state.timesteps)
+
+
+def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> ActorCritic:
+    """The checkpoint's model, its input and action shapes those of the env `saved` makes. Raises PPO1Error
+    when the env now has other observations or actions than the model (its code or kwargs changed)."""
+    if is_procgen(saved.env_name):  # fixed observations: no env needed (nor Procgen installed)
+        shape, actions = PROCGEN_SHAPE, state.num_actions
+    else:
+        env = make_eval_env(saved.env_name, np.random.SeedSequence(0), options=EnvOptions.of(saved))
+        shape, actions, num_actions = env.obs_shape, env.action_space, env.num_actions
+        env.close()
+        if num_actions != state.num_actions:
+            raise PPO1Error(f"checkpoint {path} has {state.num_actions} actions, {saved.env_name} has {num_actions}")
+        checkpoint.check_obs_shape(state, shape, saved.env_name)
+    policy = build(saved.model_type, actions, shape, frame_norm=saved.frame_norm)
+    try:
+        policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
+    except RuntimeError as e:  # a checkpoint without obs_shape, of another env
+        raise PPO1Error(f"checkpoint {path} does not fit {saved.env_name}: {str(e).splitlines()[-1].strip()}") from None
+    return policy
 
 
 @torch.no_grad()
@@ -156,20 +174,21 @@ class _FrameTap:
         return reward
 
 
-def open_game(env_name: str, seed: np.random.SeedSequence, levels: ProcgenLevels | None = None
-              ) -> tuple[Any, np.ndarray | None, tuple[int, int], int]:
+def open_game(env_name: str, seed: np.random.SeedSequence, levels: ProcgenLevels | None = None,
+              options: EnvOptions = EnvOptions()) -> tuple[Any, np.ndarray | None, tuple[int, int], int]:
     """An env for stream_game: (env, its first observation or None if stream_game resets it,
     (height, width) of its frames, frames per second). Atari: every emulator frame, raw RGB 210x160
-    at 60 fps; Procgen (on `levels`): the 64x64 frames the agent sees, 15 fps; vector-observation
-    envs: their own renderer, one frame per agent step."""
+    at 60 fps; Procgen (on `levels`): the 64x64 frames the agent sees, 15 fps; other envs (made with
+    `options`): their own rgb_array renderer, else (image observations) the env's own images, one frame
+    per agent step."""
     if is_procgen(env_name):
         env = ProcgenEnv(env_name, seed, levels)
         obs = env.reset()
         return env, obs, env.rgb().shape[:2], env.fps
-    if is_atari(env_name):
+    if named_family(env_name, options.env_kwargs) == "atari":
         env = AtariEnv(env_name, seed, training=False)
         return env, None, tuple(env.ale.getScreenDims()), FPS
-    env = GymEnv(env_name, seed, render_mode="rgb_array")
+    env = make_eval_env(env_name, seed, render_mode="rgb_array", options=options)
     obs = env.reset()
     return env, obs, env.rgb().shape[:2], env.fps
 

@@ -15,7 +15,7 @@ import numpy as np
 from ppo1 import PPO1Error
 from ppo1.config import Config
 from ppo1.distributed import Comm, say_line
-from ppo1.envs import Episode, ProcgenLevels, is_procgen, make_eval_env
+from ppo1.envs import AtariEnv, EnvOptions, Episode, ProcgenLevels, is_procgen, make_eval_env
 from ppo1.evaluate import fmt_score, generator_for, load_trained, play_games
 
 # Seed streams of evaluation games, apart from the training envs' (seed, rank, env index) streams.
@@ -109,7 +109,7 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
     error, env = None, None
     try:
         env = make_eval_env(cfg.env_name, env_seed, render_mode=render_mode,
-                            levels=ProcgenLevels.unseen(cfg))  # Procgen: levels not trained on
+                            levels=ProcgenLevels.unseen(cfg), options=EnvOptions.of(cfg))  # Procgen: unseen levels
         if env.num_actions != trained.policy.num_actions:
             raise PPO1Error(f"checkpoint {trained.path} has {trained.policy.num_actions} actions, "
                             f"{cfg.env_name} has {env.num_actions}")
@@ -123,7 +123,8 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
 
     def report(ep: Episode) -> None:
         number = next(numbers)
-        cut = " (cut at the 108,000-frame limit)" if ep.truncated else ""
+        cut = "" if not ep.truncated else (" (cut at the 108,000-frame limit)" if isinstance(env, AtariEnv) else
+                                           " (cut by the env's time limit)")
         where = f" (rank {comm.rank})" if comm.size > 1 else ""
         out(f"game {number + 1}/{episodes}: score {fmt_score(ep.ret)}, {ep.length} agent steps{cut}{where}")
 

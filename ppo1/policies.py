@@ -115,6 +115,24 @@ def impala_torso(in_shape: tuple[int, int, int], channels: tuple[int, ...] = (16
     return nn.Sequential(*stages, nn.ReLU(), nn.Flatten(), _linear(c * h * w, hidden, 1.0), nn.ReLU())
 
 
+# The convolutions (kernel, stride) of the small (A3C) and large (Nature DQN) CNNs, without padding.
+SMALL_CONVS = ((8, 4), (4, 2))
+LARGE_CONVS = ((8, 4), (4, 2), (3, 1))
+
+
+def conv_output_size(size: int, convs: tuple[tuple[int, int], ...]) -> int:
+    """The side of the feature map that unpadded convolutions (kernel, stride) make of a side `size`
+    (< 1: the input is too small for them). 84 -> 9 (small), 7 (large)."""
+    for kernel, stride in convs:
+        size = (size - kernel) // stride + 1 if size >= kernel else 0
+    return size
+
+
+def min_frame_size(convs: tuple[tuple[int, int], ...]) -> int:
+    """The smallest side the convolutions `convs` take (small: 20, large: 36)."""
+    return next(n for n in range(1, 1024) if conv_output_size(n, convs) >= 1)
+
+
 def orthogonal_init_(module: nn.Module, head_gains: dict[nn.Module, float]) -> None:
     """ppo2 / CleanRL / SB3 initialisation: orthogonal weights (gain sqrt 2 for hidden layers, the given
     gain for each head), zero biases."""
@@ -128,8 +146,9 @@ class CnnPolicy(ActorCritic):
     """Actor-critic CNN with a shared torso, a categorical policy head and a value head.
 
     init: `normc` (baselines ppo1: Glorot-uniform convs, normc linears) or `orthogonal` (ppo2, CleanRL).
-    obs_shape (C, H, W): (4, 84, 84) is Atari's stack of four grayscale frames, the only input of
-    `small` and `large`; `impala` takes any image, e.g. Procgen's one RGB frame (3, 64, 64).
+    obs_shape (C, H, W): any channels and size, e.g. Atari's stack of four grayscale frames (4, 84, 84) or
+    Procgen's one RGB frame (3, 64, 64); the fully connected layer's inputs follow from it (small and large
+    need frames of at least 20x20 and 36x36).
     """
 
     def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4, init: str = "normc",
@@ -147,17 +166,19 @@ class CnnPolicy(ActorCritic):
             self.torso = impala_torso(obs_shape)
             hidden = 256
         elif model_type == "small":   # Mnih et al. 2016 (A3C), used by the PPO paper
+            h, w = (conv_output_size(n, SMALL_CONVS) for n in obs_shape[1:])  # 84x84: 9x9
             self.torso = nn.Sequential(
                 _conv(in_channels, 16, 8, 4), nn.ReLU(),
                 _conv(16, 32, 4, 2), nn.ReLU(), nn.Flatten(),
-                _linear(32 * 9 * 9, 256, 1.0), nn.ReLU())
+                _linear(32 * h * w, 256, 1.0), nn.ReLU())
             hidden = 256
         elif model_type == "large":  # Mnih et al. 2015 (Nature DQN)
+            h, w = (conv_output_size(n, LARGE_CONVS) for n in obs_shape[1:])  # 84x84: 7x7
             self.torso = nn.Sequential(
                 _conv(in_channels, 32, 8, 4), nn.ReLU(),
                 _conv(32, 64, 4, 2), nn.ReLU(),
                 _conv(64, 64, 3, 1), nn.ReLU(), nn.Flatten(),
-                _linear(64 * 7 * 7, 512, 1.0), nn.ReLU())
+                _linear(64 * h * w, 512, 1.0), nn.ReLU())
             hidden = 512
         else:
             raise PPO1Error(f"--model_type={model_type!r} is invalid: must be small, large or impala")
@@ -299,11 +320,13 @@ def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84
         if len(obs_shape) != 1:
             raise PPO1Error(f"--model_type=mlp needs vector observations, not shape {obs_shape}")
         return MlpPolicy(obs_shape[0], action_space)
-    if model_type in ("small", "large") and tuple(obs_shape) != (4, 84, 84):
-        raise PPO1Error(f"--model_type={model_type} needs Atari frames, not observations of shape {obs_shape}; "
-                        "use --model_type impala (any image) or mlp (vectors)")
-    if model_type == "impala" and (len(obs_shape) != 3 or min(obs_shape) < 1):
-        raise PPO1Error(f"--model_type=impala needs image observations (C, H, W), not shape {obs_shape}; "
+    if model_type in ("small", "large", "impala") and (len(obs_shape) != 3 or min(obs_shape) < 1):
+        raise PPO1Error(f"--model_type={model_type} needs image observations (C, H, W), not shape {obs_shape}; "
                         "use --model_type mlp")
+    if model_type in ("small", "large"):
+        side = min_frame_size(SMALL_CONVS if model_type == "small" else LARGE_CONVS)
+        if min(obs_shape[1:]) < side:
+            raise PPO1Error(f"--model_type={model_type} needs frames of at least {side}x{side}, not "
+                            f"{obs_shape[1]}x{obs_shape[2]}: use a larger --frame_size or --model_type impala")
     num_actions = action_space if isinstance(action_space, int) else int(action_space.n)
     return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape))

@@ -57,7 +57,7 @@ FAST_MINIBATCH = 256
 
 # One line per preset for --help and docs/flags.md: its source, and exactly what differs from it.
 PRESET_HELP = {
-    "paper": "the PPO paper's Table 5 (small CNN, T 128, 3 epochs, minibatch 32 per actor, step size 2.5e-4 and "
+    "paper": "the default of Atari games and other image-observation envs: the PPO paper's Table 5 (small CNN, T 128, 3 epochs, minibatch 32 per actor, step size 2.5e-4 and "
              "clip 0.1 annealed to 0, c1 1, c2 0.01, advantages standardised per batch); differs: frames "
              "centred (--frame_norm center; the paper does not say, baselines divides by 255)",
     "baselines": "baselines ppo1's run_atari.py (Nature CNN, T 256, 4 epochs, minibatch 64 per actor, step size "
@@ -95,30 +95,47 @@ def fast_optim_batchsize(actors: int, horizon: int, envs_per_rank: int = 1) -> i
     return min(horizon, max(round(FAST_MINIBATCH / actors), -(-2 // envs_per_rank)))
 
 
+# The presets each env family (ppo1.envs.env_family) allows, its default first. Image-observation envs other
+# than Atari and Procgen (`pixels`) take the Atari presets: the same CNNs on stacks of 84x84 gray frames.
+FAMILY_PRESETS = {"atari": ("paper", "fast", "cleanrl", "baselines"), "pixels": ("paper", "fast", "cleanrl", "baselines"),
+                  "vector": ("mujoco",), "procgen": ("procgen",)}
+# The flags of the `pixels` family's preprocessing: refused for the other families.
+FRAME_FLAGS = ("frame_skip", "frame_size", "frame_gray", "frame_stack")
+
+
 def preset_values(given: dict, n_ranks: int = 1) -> dict:
     """The values of the preset (--preset, else the env family's default) for a new run on n_ranks ranks.
 
-    Atari: `paper` unless --preset names another; vector observations: `mujoco` (VECTOR_DEFAULTS);
-    `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and only for it. `fast`
-    also sets env_steps and envs_per_rank by the game (FAST_GAMES), and optim_batchsize by the actors, so that
-    its minibatch is FAST_MINIBATCH samples.
+    Atari and other image-observation envs: `paper` unless --preset names another; vector observations:
+    `mujoco` (VECTOR_DEFAULTS); `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and
+    only for it. `fast` also sets env_steps and envs_per_rank by the game (FAST_GAMES), and optim_batchsize by
+    the actors, so that its minibatch is FAST_MINIBATCH samples. Raises PPO1Error for a preset or a
+    preprocessing flag the env's family does not take (and for an env ppo1 cannot make or train).
     """
     from ppo1.config import Config
-    from ppo1.envs import is_atari, is_procgen
+    from ppo1.envs import env_family
     env_name = given.get("env_name", Config.env_name)
-    family = "procgen" if is_procgen(env_name) else "atari" if is_atari(env_name) else "mujoco"
-    name = given.get("preset", {"atari": "paper"}.get(family, family))
+    family = env_family(env_name, given.get("env_kwargs", Config.env_kwargs))
+    name = given.get("preset", FAMILY_PRESETS[family][0])
     if (name == "procgen") != (family == "procgen"):
         raise PPO1Error(f"--preset={name} is for procgen:<game> envs only" if name == "procgen" else
                         f"--preset={name} is not for Procgen games; procgen:<game> envs use --preset procgen")
+    if name == "mujoco" and family == "pixels":
+        raise PPO1Error(f"--preset=mujoco is for vector-observation envs; {env_name} has image observations: use "
+                        f"{', '.join(FAMILY_PRESETS['pixels'])}")
+    frame_flags = [f for f in FRAME_FLAGS if f in given]
+    if frame_flags and family != "pixels":
+        raise PPO1Error(f"--{frame_flags[0]} is for image-observation envs other than Atari and Procgen, not "
+                        f"{env_name} ({'Atari keeps the DeepMind preprocessing' if family == 'atari' else family})")
     if name == "procgen":
         return {"preset": name, **PROCGEN_PRESET}
     if name == "mujoco":
         return {"preset": name, **VECTOR_DEFAULTS}
     if name not in PRESETS:
         raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
-    if family != "atari":
-        raise PPO1Error(f"--preset={name} is for Atari games; vector-observation envs use --preset mujoco")
+    if family not in ("atari", "pixels"):
+        raise PPO1Error(f"--preset={name} is for Atari games and other image-observation envs; vector-observation "
+                        "envs use --preset mujoco")
     values = {"preset": name, **PRESETS[name]}
     if name == "fast":
         values["env_steps"] = fast_budget(env_name)

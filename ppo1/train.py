@@ -20,7 +20,7 @@ from ppo1.bounds import check_batch_memory
 from ppo1.checkpoint import RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import ProcgenLevels, make_vec_env
+from ppo1.envs import EnvOptions, ProcgenLevels, make_vec_env
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
 from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, linear_alpha, update, warmup_factor
@@ -162,7 +162,7 @@ class Trainer:
         comm.agree(error)
         try:
             self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank,
-                                     ProcgenLevels.training(cfg))  # Procgen: the training levels
+                                     ProcgenLevels.training(cfg), EnvOptions.of(cfg))  # Procgen: training levels
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
                                self.venv.obs.itemsize, comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
@@ -185,7 +185,7 @@ class Trainer:
         for p in problems:
             self.log(f"ppo1: warning: {p}; using an older checkpoint")
         if saved is not None:
-            checkpoint.validate(saved, self.config, self.venv.num_actions, self.n_actors)
+            checkpoint.validate(saved, self.config, self.venv.num_actions, self.n_actors, self.venv.obs.shape[1:])
             self.log(f"ppo1: resuming from {path} (iteration {saved.iteration}, {saved.timesteps} steps)")
         return saved, path
 
@@ -195,7 +195,7 @@ class Trainer:
         everywhere; then the loop's collector, logs and clocks."""
         cfg, comm = self.config, self.comm
         self.state = TrainState(model={}, config=cfg.to_dict(), num_actions=self.venv.num_actions,
-                                n_actors=self.n_actors)  # model, optimizer and ranks: filled at each save
+                                n_actors=self.n_actors, obs_shape=list(self.venv.obs.shape[1:]))  # model, optimizer and ranks: filled at each save
         obs, error = self.venv.reset(), None
         try:  # a checkpoint whose contents do not fit is one line on every rank, not a traceback
             if saved is not None:

@@ -85,7 +85,7 @@ def test_observation_statistics_are_identical_on_two_ranks_and_equal_the_union()
 def test_mlp_on_image_observations_and_cnn_on_vectors_are_refused():
     with pytest.raises(PPO1Error, match="mlp needs vector observations"):
         build("mlp", 6, (4, 84, 84))
-    with pytest.raises(PPO1Error, match="needs Atari frames"):
+    with pytest.raises(PPO1Error, match="small needs image observations"):
         build("small", gymnasium.spaces.Discrete(2), (4,))
 
 

@@ -169,7 +169,8 @@ def test_impala_centres_an_rgb_frame_per_pixel_and_channel_and_atari_stacks_on_t
 
 
 @pytest.mark.parametrize("model_type,shape,match", [
-    ("small", (3, 64, 64), "use --model_type impala"), ("impala", (8,), "needs image observations")])
+    ("small", (4, 16, 16), "at least 20x20, not 16x16: use a larger --frame_size or --model_type impala"),
+    ("large", (1, 35, 84), "at least 36x36"), ("impala", (8,), "needs image observations")])
 def test_a_network_that_does_not_fit_the_observations_is_refused(model_type, shape, match):
     with pytest.raises(PPO1Error, match=match):
         build(model_type, 4, shape)

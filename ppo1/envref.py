@@ -1,0 +1,133 @@
+"""What `--env_name` names, and how to build it: a gymnasium id, `module:EnvId` or `package.module:callable`.
+
+    CartPole-v1                      a registered gymnasium id
+    minigrid:MiniGrid-Empty-5x5-v0   `module` is imported first (packages that register their ids on import,
+                                     gymnasium's own convention), then the id is made
+    mypackage.games:make_env         a factory returning a gymnasium Env, called with --env_kwargs
+
+`module:EnvId` and `module:callable` are told apart by what the name after the colon is once the module is
+imported: a registered id, else an attribute of the module. (`procgen:<game>` is Procgen's, ppo1.envs, and
+never comes here.) Every failure is a PPO1Error of one line naming its cause, so the CLI says it on every rank.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import json
+from typing import Any, Callable
+
+from ppo1 import PPO1Error
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    """The first line of `text`, at most `limit` characters (an exception's message in a one-line error)."""
+    lines = str(text).strip().splitlines()
+    return (lines[0] if lines else "")[:limit]
+
+
+def parse_env_kwargs(text: str) -> dict[str, Any]:
+    """The keyword arguments of `--env_kwargs`, a JSON object string. Raises PPO1Error for anything else."""
+    try:
+        value = json.loads(text) if isinstance(text, str) else None
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise PPO1Error(f"--env_kwargs={text!r} is not valid JSON ({first_line(e)}): give a JSON object such as "
+                        """'{"size": 24}'""") from None
+    if not isinstance(value, dict):
+        raise PPO1Error(f"--env_kwargs={text!r} is not a JSON object: give one such as '{{\"size\": 24}}' "
+                        "(or {} for none)")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvRef:
+    """An env as `--env_name` and `--env_kwargs` name it: a registered gymnasium id (`gym_id`) or a
+    factory, and the keyword arguments either is made with."""
+
+    name: str                                 # --env_name as given
+    gym_id: str | None = None                 # the registered id (forms 1 and 2)
+    factory: Callable[..., Any] | None = None  # the callable (form 3)
+    kwargs: dict = dataclasses.field(default_factory=dict)
+
+    def describe(self) -> str:
+        """How the env is made, for error messages: `gymnasium.make('X-v0', ...)` or `pkg.mod:make(...)`."""
+        args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
+        if self.gym_id is not None:
+            return f"gymnasium.make({self.gym_id!r}{', ' + args if args else ''})"
+        return f"{self.name}({args})"
+
+    def make(self, render_mode: str | None = None):
+        """A new gymnasium Env. render_mode goes to gymnasium.make, and to a factory that takes it (a
+        `render_mode` parameter, or **kwargs that do not refuse it); else its env renders as it was made.
+        Raises PPO1Error naming the env when it cannot be made or is not a gymnasium Env."""
+        import gymnasium
+
+        kwargs = dict(self.kwargs)
+        if render_mode is not None and "render_mode" not in kwargs and (
+                self.gym_id is not None or _takes(self.factory, "render_mode")):
+            kwargs["render_mode"] = render_mode
+        try:
+            if self.gym_id is not None:
+                env = gymnasium.make(self.gym_id, **kwargs)
+            else:
+                try:
+                    env = self.factory(**kwargs)
+                except TypeError as e:  # **kwargs that end in a constructor without render_mode
+                    if "render_mode" not in str(e) or "render_mode" in self.kwargs:
+                        raise
+                    env = self.factory(**self.kwargs)
+        except PPO1Error:
+            raise
+        except gymnasium.error.DependencyNotInstalled as e:
+            raise PPO1Error(f"--env_name={self.name!r} needs a package that is not installed: {first_line(e)}") from None
+        except Exception as e:  # the user's code: whatever it raises is one line naming it
+            raise PPO1Error(f"--env_name={self.name!r}: {self.describe()} raised {type(e).__name__}: "
+                            f"{first_line(e)}") from None
+        if not isinstance(env, gymnasium.Env):
+            raise PPO1Error(f"--env_name={self.name!r}: {self.describe()} returned {type(env).__name__}, "
+                            "not a gymnasium Env")
+        return env
+
+
+def _takes(fn: Callable | None, name: str) -> bool:
+    """Whether `fn` takes a keyword argument `name`: a parameter of that name, or **kwargs."""
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+
+
+def resolve(name: str, env_kwargs: str = "{}") -> EnvRef:
+    """The EnvRef of an `--env_name` (not `procgen:<game>`) and its `--env_kwargs`. Imports the module of
+    `module:X`; makes no env. Raises PPO1Error for an unknown id, a module that does not import, a missing
+    or non-callable attribute, kwargs that are not a JSON object."""
+    from ppo1.envs import load_gymnasium
+
+    gymnasium = load_gymnasium()
+    kwargs = parse_env_kwargs(env_kwargs)
+    module_name, colon, attr = name.partition(":")
+    if not colon:
+        from ppo1.envs import env_spec
+        env_spec(name)  # PPO1Error naming an unknown id
+        return EnvRef(name, gym_id=name, kwargs=kwargs)
+    if not module_name or not attr or ":" in attr:
+        raise PPO1Error(f"--env_name={name!r} is invalid: must be an id, module:EnvId or package.module:callable")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:  # ModuleNotFoundError, or whatever the module raises as it runs
+        raise PPO1Error(f"--env_name={name!r}: module {module_name!r} cannot be imported: "
+                        f"{type(e).__name__}: {first_line(e)}") from None
+    try:
+        gymnasium.spec(attr)  # registered by the module (or before it)
+        return EnvRef(name, gym_id=attr, kwargs=kwargs)
+    except gymnasium.error.Error:
+        pass
+    if not hasattr(module, attr):
+        raise PPO1Error(f"--env_name={name!r}: module {module_name!r} has no attribute {attr!r} and registers no "
+                        f"env id {attr!r}")
+    factory = getattr(module, attr)
+    if not callable(factory):
+        raise PPO1Error(f"--env_name={name!r}: {module_name}.{attr} is not callable (it is {type(factory).__name__} "
+                        f"{first_line(repr(factory), 60)}): name a callable that returns a gymnasium Env")
+    return EnvRef(name, factory=factory, kwargs=kwargs)

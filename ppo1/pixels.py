@@ -1,0 +1,196 @@
+"""Any gymnasium env with image observations (other than Atari and Procgen), with the AtariEnv interface.
+
+An observation that is a Box of uint8, (H, W, C) or (H, W), becomes what the CNNs read:
+
+    step:  the action repeated --frame_skip times, the rewards summed (fewer where the episode ends first)
+    frame: resized to --frame_size x --frame_size (INTER_AREA; 0 keeps the native size), gray (cv2's
+           ITU-R 601 luma of RGB) unless --no-frame_gray, channels first
+    obs:   the last --frame_stack frames, oldest first: (stack x channels, N, N) uint8, the first frame
+           repeated at a start
+
+Rewards are the env's own (not clipped). An episode ends when the env terminates or truncates it, and the
+env is reset at once; an episode cut by a time limit (truncated, not terminated) leaves its last
+observation in `cut_obs` for that step, so training bootstraps from its value (as GymEnv). Such envs cannot
+be snapshotted: a resumed run starts new episodes. Actions must be Discrete (the CNNs' categorical head).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import cv2
+import numpy as np
+
+from ppo1 import PPO1Error
+from ppo1.envs import Episode
+from ppo1.envref import EnvRef
+
+
+@dataclasses.dataclass(frozen=True)
+class Frames:
+    """The preprocessing of image observations: action repeat, frame size (0 = native), gray, stack."""
+
+    skip: int = 1
+    size: int = 84
+    gray: bool = True
+    stack: int = 4
+
+    @classmethod
+    def of(cls, config) -> "Frames":
+        """The run's preprocessing (--frame_skip, --frame_size, --frame_gray, --frame_stack)."""
+        return cls(config.frame_skip, config.frame_size, config.frame_gray, config.frame_stack)
+
+
+def is_image_space(space) -> bool:
+    """Whether a gymnasium space holds images ppo1 can train on: a Box of uint8, (H, W) or (H, W, C)."""
+    import gymnasium
+    return (isinstance(space, gymnasium.spaces.Box) and space.dtype == np.uint8 and len(space.shape) in (2, 3)
+            and min(space.shape) >= 1)
+
+
+def check_spaces(env_name: str, observation_space, action_space) -> None:
+    """Raise PPO1Error naming the space unless the observations are images (is_image_space) and the actions
+    Discrete."""
+    import gymnasium
+    if not is_image_space(observation_space):
+        raise PPO1Error(f"--env_name={env_name!r} has observations {observation_space}: ppo1 trains image "
+                        "observations that are a Box of uint8, (H, W) or (H, W, C)")
+    if not isinstance(action_space, gymnasium.spaces.Discrete):
+        raise PPO1Error(f"--env_name={env_name!r} has actions {action_space}: ppo1 trains image observations "
+                        "with Discrete actions")
+
+
+def frame_channels(channels: int, gray: bool) -> int:
+    """The channels of one preprocessed frame of an image with `channels` channels. Raises PPO1Error where
+    gray has no meaning (2 or more than 4 channels)."""
+    if not gray or channels == 1:
+        return channels
+    if channels not in (3, 4):
+        raise PPO1Error(f"--frame_gray needs images of 1, 3 (RGB) or 4 (RGBA) channels, not {channels}; "
+                        "give --no-frame_gray")
+    return 1
+
+
+def obs_shape(image_shape: tuple[int, ...], frames: Frames) -> tuple[int, int, int]:
+    """(channels, height, width) of the observations the policy reads, for env images of `image_shape`
+    ((H, W) or (H, W, C))."""
+    h, w = image_shape[:2]
+    c = image_shape[2] if len(image_shape) == 3 else 1
+    if frames.size:
+        h = w = frames.size
+    return (frames.stack * frame_channels(c, frames.gray), h, w)
+
+
+def preprocess(image: np.ndarray, frames: Frames) -> np.ndarray:
+    """One env image (H, W) or (H, W, C) uint8 -> one frame (C', N, N) uint8: resized (INTER_AREA),
+    gray where asked (C' = 1), channels first."""
+    image = np.asarray(image, np.uint8)
+    if image.ndim == 2:
+        image = image[:, :, None]
+    if frames.size and image.shape[:2] != (frames.size, frames.size):
+        resized = cv2.resize(image, (frames.size, frames.size), interpolation=cv2.INTER_AREA)
+        image = resized.reshape(frames.size, frames.size, image.shape[2])  # cv2 drops a channel axis of 1
+    if frames.gray and image.shape[2] in (3, 4):
+        image = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY if image.shape[2] == 3 else cv2.COLOR_RGBA2GRAY)[:, :, None]
+    return np.ascontiguousarray(image.transpose(2, 0, 1))
+
+
+def push(stack: np.ndarray, frame: np.ndarray) -> None:
+    """Shift the frame stack (S x C, N, N) one frame older, in place, and put `frame` (C, N, N) last."""
+    c = frame.shape[0]
+    stack[:-c] = stack[c:]
+    stack[-c:] = frame
+
+
+def repeat_action(env, action, times: int) -> tuple[np.ndarray, float, bool, bool]:
+    """Step a gymnasium env `times` times with `action`, stopping where the episode ends. Returns (the last
+    observation, the sum of the rewards, terminated, truncated)."""
+    total = 0.0
+    for _ in range(times):
+        obs, reward, terminated, truncated, _info = env.step(action)
+        total += float(reward)
+        if terminated or truncated:
+            break
+    return obs, total, bool(terminated), bool(truncated)
+
+
+class PixelEnv:
+    """One gymnasium env with image observations, preprocessed as the module docstring says: obs
+    (stack x C, N, N) uint8, the env's own rewards, its episodes' returns and lengths (in agent steps)."""
+
+    def __init__(self, ref: EnvRef, seed: np.random.SeedSequence, frames: Frames = Frames(),
+                 render_mode: str | None = None, gym_env=None):
+        self.env_id = ref.name
+        self.frames = frames
+        self.gym_env = gym_env if gym_env is not None else ref.make(render_mode)
+        self.observation_space = self.gym_env.observation_space
+        self.action_space = self.gym_env.action_space
+        try:
+            check_spaces(ref.name, self.observation_space, self.action_space)
+        except PPO1Error:
+            self.gym_env.close()
+            raise
+        self.num_actions = int(self.action_space.n)
+        self.obs_shape = obs_shape(self.observation_space.shape, frames)
+        self.stack = np.zeros(self.obs_shape, np.uint8)
+        self._image = np.zeros(self.observation_space.shape, np.uint8)  # the env's last image, for rgb()
+        self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
+        self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+        self.cut_obs: np.ndarray | None = None  # the last observation of an episode the last step cut
+
+    def _start(self, image: np.ndarray) -> np.ndarray:
+        """A new episode from its first image: the stack filled with its frame. Returns the stack."""
+        self._image[:] = image
+        frame = preprocess(image, self.frames)
+        self.stack[:] = np.tile(frame, (self.frames.stack, 1, 1))
+        self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+        return self.stack
+
+    def reset(self) -> np.ndarray:
+        """Start a new (seeded) episode. Returns obs (stack x C, N, N) uint8, the first frame repeated."""
+        image, _ = self.gym_env.reset(seed=self._seed)
+        self.action_space.seed(self._seed)
+        return self._start(image)
+
+    def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
+        """(obs, reward, done, episode) as AtariEnv.step: reward is the sum over the repeated frames;
+        after done, obs starts the next episode."""
+        image, reward, terminated, truncated = repeat_action(self.gym_env, int(action), self.frames.skip)
+        self.ep_return += reward
+        self.ep_length += 1
+        self._image[:] = image
+        push(self.stack, preprocess(image, self.frames))
+        self.cut_obs = self.stack.copy() if truncated and not terminated else None
+        if not (terminated or truncated):
+            return self.stack, reward, False, None
+        episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start, bool(truncated and not terminated))
+        image, _ = self.gym_env.reset()
+        return self._start(image), reward, True, episode
+
+    def get_state(self) -> None:
+        """General gymnasium envs cannot be snapshotted: a resumed run starts new episodes."""
+        return None
+
+    @property
+    def fps(self) -> int:
+        """Frames per second of a video with one frame per agent step: the env's render_fps (else 30) over
+        the frame skip, at least 1."""
+        return max(1, int(self.gym_env.metadata.get("render_fps") or 30) // self.frames.skip)
+
+    def rgb(self) -> np.ndarray:
+        """The frame for videos, (H, W, 3) uint8: the env's rgb_array render where it renders so, else its
+        last observation (gray repeated to RGB, alpha dropped)."""
+        if self.gym_env.render_mode == "rgb_array":
+            try:
+                frame = self.gym_env.render()
+            except Exception as e:  # a missing renderer surfaces only here
+                raise PPO1Error(f"{self.env_id} cannot render frames: {type(e).__name__}: {e}".splitlines()[0]) from None
+            if frame is not None:
+                return np.asarray(frame, np.uint8)
+        image = self._image if self._image.ndim == 3 else self._image[:, :, None]
+        if image.shape[2] == 1:
+            return np.repeat(image, 3, axis=2)
+        return np.ascontiguousarray(image[:, :, :3]) if image.shape[2] >= 3 else np.repeat(image[:, :, :1], 3, axis=2)
+
+    def close(self) -> None:
+        self.gym_env.close()

@@ -1,0 +1,175 @@
+"""A user's own gymnasium env with image observations: named as package.module:callable (with --env_kwargs)
+or module:EnvId, preprocessed by ppo1.pixels, trained, resumed, played and recorded through the real CLI.
+The env is tests/pixelenv.py."""
+import json
+import re
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import TINY, decode, run_cli
+from ppo1 import PPO1Error
+from ppo1.envs import EnvOptions, env_family, env_seed, make_vec_env
+from ppo1.pixels import Frames, PixelEnv, obs_shape, preprocess, push, repeat_action
+
+FACTORY = ["--env_name", "tests.pixelenv:make_env", "--env_kwargs", '{"size": 24}']
+GAME = re.compile(r"^game \d+/\d+: score (\S+), (\d+) agent steps", re.M)
+
+
+# ------------------------------------------------------------------------------ preprocessing
+def test_a_frame_is_resized_by_area_and_turned_gray_channels_first():
+    image = np.zeros((4, 4, 3), np.uint8)
+    image[:2, :2] = (255, 0, 0)          # a red block top left: its 2x2 area is one pixel of the 2x2 frame
+    image[2:, 2:] = (0, 0, 255)          # blue bottom right
+    gray = preprocess(image, Frames(size=2, gray=True))
+    assert gray.shape == (1, 2, 2) and gray.dtype == np.uint8
+    assert gray[0].tolist() == [[76, 0], [0, 29]]  # ITU-R 601 luma: 0.299 x 255, 0.114 x 255
+    rgb = preprocess(image, Frames(size=2, gray=False))
+    assert rgb.shape == (3, 2, 2) and rgb[:, 0, 0].tolist() == [255, 0, 0] and rgb[:, 1, 1].tolist() == [0, 0, 255]
+    native = preprocess(image[:, :, 0], Frames(size=0))  # (H, W) images have one channel; 0 keeps the size
+    assert native.shape == (1, 4, 4) and native[0, 0, 0] == 255
+    assert obs_shape((210, 160, 3), Frames(size=0, gray=False, stack=2)) == (6, 210, 160)
+    assert obs_shape((64, 48), Frames()) == (4, 84, 84)
+
+
+def test_the_frame_stack_holds_the_last_frames_oldest_first():
+    stack = np.zeros((3 * 2, 1, 1), np.uint8)  # 3 frames of 2 channels
+    for value in (1, 2, 3, 4):
+        push(stack, np.full((2, 1, 1), value, np.uint8))
+    assert stack.ravel().tolist() == [2, 2, 3, 3, 4, 4]
+
+
+class Countdown:
+    """A hand-built env for repeat_action: step i pays reward i and terminates at step `end`."""
+
+    def __init__(self, end: int):
+        self.end, self.i = end, 0
+
+    def step(self, action):
+        self.i += 1
+        return self.i, float(self.i), self.i == self.end, False, {}
+
+
+def test_frame_skip_repeats_the_action_summing_rewards_and_stops_where_the_episode_ends():
+    assert repeat_action(Countdown(end=10), 0, 4) == (4, 1 + 2 + 3 + 4, False, False)
+    assert repeat_action(Countdown(end=2), 0, 4) == (2, 1 + 2, True, False)
+
+
+def test_a_time_limit_truncation_is_done_with_its_last_observation_kept_for_the_bootstrap():
+    from ppo1.envref import resolve
+    env = PixelEnv(resolve("tests.pixelenv:make_env", '{"size": 16, "max_steps": 3}'), env_seed(0, 0, 0),
+                   Frames(size=16, stack=2))
+    first = env.reset().copy()
+    assert first.shape == (2, 16, 16) and np.array_equal(first[0], first[1]), "a start repeats its first frame"
+    results = [env.step(0) for _ in range(3)]  # up, up, up: seed 0 puts the goal elsewhere
+    ep = results[-1][3]
+    assert [r[2] for r in results] == [False, False, True] and ep.truncated and ep.length == 3
+    assert env.cut_obs is not None and not np.array_equal(env.cut_obs, results[-1][0])
+
+
+def test_videos_show_the_envs_render_else_its_own_images():
+    from ppo1.envref import resolve
+    ref = resolve("tests.pixelenv:make_env", '{"size": 16}')
+    rendered, plain = (PixelEnv(ref, env_seed(0, 0, 0), Frames(), render_mode=mode) for mode in ("rgb_array", None))
+    for env in (rendered, plain):
+        env.reset()
+        env.step(1)
+        np.testing.assert_array_equal(env.rgb(), env.gym_env.unwrapped._image())
+    assert plain.gym_env.render_mode is None and rendered.gym_env.render_mode == "rgb_array"
+    gray = np.arange(12, dtype=np.uint8).reshape(3, 4)  # an (H, W) image becomes RGB
+    plain._image = gray
+    assert plain.rgb().shape == (3, 4, 3) and np.array_equal(plain.rgb()[:, :, 2], gray)
+
+
+# ------------------------------------------------------------------------------ naming an env
+def test_the_three_ways_of_naming_an_env_give_their_families():
+    assert env_family("tests.pixelenv:make_env", '{"size": 24}') == "pixels"
+    assert env_family("tests.pixelenv:PixelSquare-v0") == "pixels"   # module:EnvId, registered on import
+    assert env_family("CartPole-v1") == "vector" and env_family("PongNoFrameskip-v4") == "atari"
+    venv = make_vec_env("tests.pixelenv:make_env", 2, seed=0, rank=0,
+                        options=EnvOptions('{"size": 24}', Frames(size=0, gray=False, stack=1)))
+    assert venv.reset().shape == (2, 3, 24, 24) and venv.obs.dtype == np.uint8 and venv.num_actions == 4
+
+
+# ------------------------------------------------------------------------------ through the CLI
+@pytest.fixture(scope="module")
+def pixel_run(tmp_path_factory):
+    """(checkpoint_dir, CompletedProcess) of a factory env trained 2 iterations under mpirun -np 2."""
+    ck = tmp_path_factory.mktemp("own_env")
+    r = run_cli([*TINY, "--env_steps", "1024", *FACTORY, "--checkpoint_dir", str(ck), "--model_name", "px"], np_=2)
+    assert r.returncode == 0, r.stderr
+    return ck, r
+
+
+def test_a_factory_env_trains_under_mpirun_and_its_config_records_how_to_make_it(pixel_run):
+    ck, r = pixel_run
+    assert "2 ranks x 2 envs = 4 actors" in r.stdout and "done: 1024 steps in 2 iterations" in r.stdout
+    config = json.loads((ck / "px" / "config.json").read_text())
+    assert config["env_name"] == "tests.pixelenv:make_env" and json.loads(config["env_kwargs"]) == {"size": 24}
+    assert (config["frame_size"], config["frame_gray"], config["frame_stack"], config["frame_skip"]) == (84, True, 4, 1)
+    assert config["preset"] == "paper" and config["model_type"] == "small"
+
+
+def test_a_factory_run_resumes_and_plays_and_records_the_env_it_was_trained_on(pixel_run):
+    ck, _ = pixel_run
+    common = ["--checkpoint_dir", str(ck), "--model_name", "px"]
+    r = run_cli([*common, "--env_steps", "1536"], np_=2)  # the same env from config.json, one more iteration
+    assert r.returncode == 0, r.stderr
+    assert "(iteration 2, 1024 steps)" in r.stdout and "done: 1536 steps in 3 iterations" in r.stdout
+    r = run_cli(["--mode", "play", "--episodes", "3", *common])
+    assert r.returncode == 0, r.stderr
+    games = GAME.findall(r.stdout)
+    # the env's own returns: 1 for reaching the goal, else 0 when cut at its 50-step limit
+    assert len(games) == 3 and all((s, n) == ("0", "50") or (s == "1" and int(n) <= 50) for s, n in games), r.stdout
+    r = run_cli(["--mode", "movie", *common])
+    assert r.returncode == 0, r.stderr
+    [mp4] = (ck / "px").glob("tests.pixelenv-make_env_iter3_*.mp4")
+    (width, height), fps, frames = decode(str(mp4))
+    assert (width, height, fps) == (24, 24, 10) and len(frames) > 1  # the env's render: 24x24 at its 10 fps
+    r = run_cli(["--mode", "plot", *common])
+    assert r.returncode == 0 and (ck / "px" / "learning_curve.png").exists(), r.stderr
+
+
+def test_a_checkpoint_refuses_the_env_once_its_observations_differ(pixel_run, tmp_path):
+    import shutil
+    ck, _ = pixel_run
+    shutil.copytree(ck / "px", tmp_path / "px")
+    config = json.loads((tmp_path / "px" / "config.json").read_text())
+    (tmp_path / "px" / "config.json").write_text(json.dumps({**config, "frame_size": 48}))  # a "changed env"
+    r = run_cli(["--checkpoint_dir", str(tmp_path), "--model_name", "px", "--env_steps", "2048"])
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "ppo1: error: checkpoint holds a model of observations (4, 84, 84), tests.pixelenv:make_env now gives "
+        "(4, 48, 48): was the env or its preprocessing changed?"]
+
+
+def test_an_env_registered_on_import_trains_as_module_colon_id(tmp_path):
+    r = run_cli([*TINY, "--env_name", "tests.pixelenv:PixelSquare-v0", "--frame_size", "0", "--model_type",
+                 "impala", "--checkpoint_dir", str(tmp_path), "--model_name", "id"])
+    assert r.returncode == 0, r.stderr
+    assert "ppo1: done: 512 steps" in r.stdout
+
+
+@pytest.mark.parametrize("np_,args,message", [
+    (2, ["--env_name", "no_such_module:make_env"],
+     "module 'no_such_module' cannot be imported: ModuleNotFoundError: No module named 'no_such_module'"),
+    (1, ["--env_name", "tests.pixelenv:nothing"], "module 'tests.pixelenv' has no attribute 'nothing'"),
+    (1, ["--env_name", "tests.pixelenv:NOT_CALLABLE"], "tests.pixelenv.NOT_CALLABLE is not callable (it is int 42)"),
+    (1, ["--env_name", "tests.pixelenv:not_an_env"], "tests.pixelenv:not_an_env() returned list, not a gymnasium Env"),
+    (2, [*FACTORY[:3], '{"size": 4}'],
+     "tests.pixelenv:make_env(size=4) raised ValueError: size must be at least 8, not 4"),
+    (1, [*FACTORY[:3], '[24]'], "--env_kwargs='[24]' is not a JSON object"),
+    (1, [*FACTORY[:3], '{size: 24}'], "--env_kwargs='{size: 24}' is not valid JSON"),
+    (1, [*FACTORY[:3], '{"colour": 1}'], "raised TypeError: PixelSquare.__init__() got an unexpected keyword argument"),
+    (2, [*FACTORY[:3], '{"multibinary": true}'], "has actions MultiBinary(4): ppo1 trains image observations with "
+                                                 "Discrete actions"),
+    (1, ["--env_name", "CartPole-v1", "--frame_stack", "2"], "--frame_stack is for image-observation envs"),
+])
+def test_an_env_that_cannot_be_named_made_or_trained_is_one_line_and_exit_2_on_every_rank(tmp_path, np_, args, message):
+    r = run_cli([*TINY, *args, "--checkpoint_dir", str(tmp_path), "--model_name", "bad"], np_=np_, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ppo1: error: ") and message in lines[0], r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    assert not (tmp_path / "bad").exists()
