@@ -194,7 +194,7 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
             loss.backward()
             comm.average_gradients(params)
             if not math.isfinite(grad_norm(params, hp.max_grad_norm)):
-                raise NonFiniteUpdate(epoch, i, float(loss))
+                raise NonFiniteUpdate(epoch, i, float(loss.detach()))
             optimizer.step()
             steps += 1
         if stop:
