@@ -184,9 +184,10 @@ def results_table(rows: dict[str, dict], published: dict) -> str:
 def _plot_one(ax, s: dict, pub: dict) -> None:
     rows = s["rows"]
     ax.plot([r[0] for r in rows], [r[1] for r in rows], color="tab:blue", label="ppo1")
-    for src, color, marker, text, no_sticky in (("ppo2", "tab:green", "^", "baselines ppo2", True),
-                                                ("cleanrl", "tab:red", "o", "CleanRL ppo_atari", True),
-                                                ("dreamerv3_ppo", "tab:purple", "s", "PPO of the DreamerV3 repo", False)):
+    references = (("ppo2", "tab:green", "^", "baselines ppo2", True),  # (.., v4 only)
+                  ("cleanrl", "tab:red", "o", "CleanRL ppo_atari", True),
+                  ("dreamerv3_ppo", "tab:purple", "s", "PPO of the DreamerV3 repo", False))
+    for src, color, marker, text, no_sticky in references:
         points = pub.get(src, {})
         if points and not (no_sticky and sticky(s["env"])):
             xs = sorted(int(k) for k in points)

@@ -163,7 +163,8 @@ class PixelEnv:
         self.cut_obs = self.stack.copy() if truncated and not terminated else None
         if not (terminated or truncated):
             return self.stack, reward, False, None
-        episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start, bool(truncated and not terminated))
+        episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
+                          bool(truncated and not terminated))
         image, _ = self.gym_env.reset()
         return self._start(image), reward, True, episode
 

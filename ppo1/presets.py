@@ -57,8 +57,8 @@ FAST_MINIBATCH = 256
 
 # One line per preset for --help and docs/flags.md: its source, and exactly what differs from it.
 PRESET_HELP = {
-    "paper": "the default of Atari games and other image-observation envs: the PPO paper's Table 5 (small CNN, T 128, 3 epochs, minibatch 32 per actor, step size 2.5e-4 and "
-             "clip 0.1 annealed to 0, c1 1, c2 0.01, advantages standardised per batch); differs: frames "
+    "paper": "the default of Atari games and other image-observation envs: the PPO paper's Table 5 (small CNN, "
+             "T 128, 3 epochs, minibatch 32 per actor, step size 2.5e-4 and clip 0.1 annealed to 0, c1 1, c2 0.01, advantages standardised per batch); differs: frames "
              "centred (--frame_norm center; the paper does not say, baselines divides by 255)",
     "baselines": "baselines ppo1's run_atari.py (Nature CNN, T 256, 4 epochs, minibatch 64 per actor, step size "
                  "1e-3 and clip 0.2 annealed, c1 1); as its source",
@@ -97,7 +97,8 @@ def fast_optim_batchsize(actors: int, horizon: int, envs_per_rank: int = 1) -> i
 
 # The presets each env family (ppo1.envs.env_family) allows, its default first. Image-observation envs other
 # than Atari and Procgen (`pixels`) take the Atari presets: the same CNNs on stacks of 84x84 gray frames.
-FAMILY_PRESETS = {"atari": ("paper", "fast", "cleanrl", "baselines"), "pixels": ("paper", "fast", "cleanrl", "baselines"),
+IMAGE_PRESETS = ("paper", "fast", "cleanrl", "baselines")
+FAMILY_PRESETS = {"atari": IMAGE_PRESETS, "pixels": IMAGE_PRESETS,
                   "vector": ("mujoco",), "procgen": ("procgen",)}
 # The flags of the `pixels` family's preprocessing: refused for the other families.
 FRAME_FLAGS = ("frame_skip", "frame_size", "frame_gray", "frame_stack")

@@ -194,8 +194,9 @@ class Trainer:
         counters; every rank's RNGs and games when it ran on as many ranks), then rank 0's parameters
         everywhere; then the loop's collector, logs and clocks."""
         cfg, comm = self.config, self.comm
+        # model, optimizer and ranks: filled at each save
         self.state = TrainState(model={}, config=cfg.to_dict(), num_actions=self.venv.num_actions,
-                                n_actors=self.n_actors, obs_shape=list(self.venv.obs.shape[1:]))  # model, optimizer and ranks: filled at each save
+                                n_actors=self.n_actors, obs_shape=list(self.venv.obs.shape[1:]))
         obs, error = self.venv.reset(), None
         try:  # a checkpoint whose contents do not fit is one line on every rank, not a traceback
             if saved is not None:
