@@ -29,6 +29,8 @@ setup(
         "mujoco": ["gymnasium[mujoco]>=1.0,<2"],
         # --env_name procgen:<game>: the original Procgen games behind gymnasium (Python 3.13+ only)
         "procgen": ["procgen-gym>=0.1.1,<0.2; python_version >= '3.13'"],
+        # --env_name Vizdoom<Scenario>-v1: ViZDoom's gymnasium ids (its wheels ship the engine and scenarios)
+        "vizdoom": ["vizdoom>=1.2.3,<2"],
         # `python -m bench.throughput --compare sb3`; needs no other torch than the one installed
         "bench": ["stable-baselines3>=2.3,<3"],
     },

@@ -87,6 +87,9 @@ class Config:
     frame_stack: int = setting(4,
         "image-observation envs other than Atari and Procgen: the observation is the last N frames, oldest "
         "first (rewards are the env's own, not clipped)")
+    obs_key: str = setting("",
+        "image-observation envs whose observations are a Dict (ViZDoom's screen and gamevariables): the entry "
+        "holding the image; empty: the Dict's only image entry (its other entries are not used yet)")
     model_type: str = setting("small",
         "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN of "
         "Espeholt et al. 2018: 3 stages of conv, max-pool and 2 residual blocks, 16/32/32 channels, fc 256; "

@@ -20,6 +20,57 @@ from typing import Any, Callable
 from ppo1 import PPO1Error
 
 
+@dataclasses.dataclass(frozen=True)
+class Package:
+    """A package whose gymnasium ids register when one of its modules is imported, so that its ids can be
+    named plainly (`--env_name VizdoomBasic-v1`): the ids' prefix, the module, the pip extra of ppo1 that
+    installs it, its flag defaults for the `pixels` family, and whether its time limit sets terminated too
+    (then a step both terminated and truncated is a time limit, not a death)."""
+
+    prefix: str
+    module: str
+    extra: str
+    defaults: dict
+    timeout_terminates: bool = False
+    make_kwargs: Callable[[], dict] | None = None  # keyword arguments of every make, under the user's
+
+
+def vizdoom_kwargs() -> dict:
+    """ViZDoom writes its settings file into the working directory unless told where, and two processes
+    creating it at once can crash: each env gets its own, in a temporary directory removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+    directory = tempfile.mkdtemp(prefix="ppo1-vizdoom-")
+    atexit.register(shutil.rmtree, directory, True)
+    return {"doom_config_path": f"{directory}/vizdoom.ini"}
+
+PACKAGES = (
+    # ViZDoom's gymnasium wrapper: Dict(screen, gamevariables) observations; 4 tics per action as in the
+    # published PPO setups (lkiel/rl-doom, sample-factory); its timeout sets terminated and truncated.
+    Package("Vizdoom", "vizdoom.gymnasium_wrapper", "vizdoom", {"frame_skip": 4}, timeout_terminates=True,
+            make_kwargs=vizdoom_kwargs),
+)
+
+
+def package_of(gym_id: str | None, packages: tuple[Package, ...] = PACKAGES) -> Package | None:
+    """The Package whose ids start like `gym_id`, or None."""
+    return next((p for p in packages if gym_id and gym_id.startswith(p.prefix)), None)
+
+
+def import_package(name: str, gym_id: str, packages: tuple[Package, ...] = PACKAGES) -> None:
+    """Import the module that registers `gym_id` where a known package has it; PPO1Error naming the extra to
+    install when the package is missing."""
+    package = package_of(gym_id, packages)
+    if package is None:
+        return
+    try:
+        importlib.import_module(package.module)
+    except ImportError as e:
+        raise PPO1Error(f"--env_name={name!r} needs the {package.extra!r} package, which cannot be imported "
+                        f"({first_line(e)}): pip install 'ppo1[{package.extra}]'") from None
+
+
 def first_line(text: str, limit: int = 300) -> str:
     """The first line of `text`, at most `limit` characters (an exception's message in a one-line error)."""
     lines = str(text).strip().splitlines()
@@ -49,6 +100,11 @@ class EnvRef:
     factory: Callable[..., Any] | None = None  # the callable (form 3)
     kwargs: dict = dataclasses.field(default_factory=dict)
 
+    @property
+    def package(self) -> Package | None:
+        """The known Package of a registered id (PACKAGES), or None."""
+        return package_of(self.gym_id)
+
     def describe(self) -> str:
         """How the env is made, for error messages: `gymnasium.make('X-v0', ...)` or `pkg.mod:make(...)`."""
         args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
@@ -62,7 +118,8 @@ class EnvRef:
         Raises PPO1Error naming the env when it cannot be made or is not a gymnasium Env."""
         import gymnasium
 
-        kwargs = dict(self.kwargs)
+        package = self.package
+        kwargs = {**(package.make_kwargs() if package and package.make_kwargs else {}), **self.kwargs}
         if render_mode is not None and "render_mode" not in kwargs and (
                 self.gym_id is not None or _takes(self.factory, "render_mode")):
             kwargs["render_mode"] = render_mode
@@ -109,6 +166,7 @@ def resolve(name: str, env_kwargs: str = "{}") -> EnvRef:
     module_name, colon, attr = name.partition(":")
     if not colon:
         from ppo1.envs import env_spec
+        import_package(name, name)
         env_spec(name)  # PPO1Error naming an unknown id
         return EnvRef(name, gym_id=name, kwargs=kwargs)
     if not module_name or not attr or ":" in attr:
@@ -118,6 +176,7 @@ def resolve(name: str, env_kwargs: str = "{}") -> EnvRef:
     except Exception as e:  # ModuleNotFoundError, or whatever the module raises as it runs
         raise PPO1Error(f"--env_name={name!r}: module {module_name!r} cannot be imported: "
                         f"{type(e).__name__}: {first_line(e)}") from None
+    import_package(name, attr)  # `vizdoom:VizdoomBasic-v1`: the ids register in vizdoom.gymnasium_wrapper
     try:
         gymnasium.spec(attr)  # registered by the module (or before it)
         return EnvRef(name, gym_id=attr, kwargs=kwargs)

@@ -70,7 +70,7 @@ def is_atari(env_id: str) -> bool:
     return gym_id is not None and str(env_spec(gym_id).entry_point).startswith("ale_py")
 
 
-def env_family(env_name: str, env_kwargs: str = "{}") -> str:
+def env_family(env_name: str, env_kwargs: str = "{}", obs_key: str = "") -> str:
     """The family of an env, which decides its preprocessing, policy and presets: `atari` (DeepMind
     preprocessing), `procgen`, `pixels` (any other env with image observations, ppo1.pixels) or `vector`
     (GymEnv). The last two are told apart by the env's observation space, so such an env is made (and
@@ -84,7 +84,7 @@ def env_family(env_name: str, env_kwargs: str = "{}") -> str:
         family = observation_family(env.observation_space, env_name)
         if family == "pixels":
             from ppo1.pixels import check_spaces
-            check_spaces(env_name, env.observation_space, env.action_space)
+            check_spaces(env_name, env.observation_space, env.action_space, obs_key)
         return family
     finally:
         env.close()
@@ -106,12 +106,13 @@ def observation_family(space, env_name: str) -> str:
     import gymnasium
     from ppo1.pixels import is_image_space
 
-    if is_image_space(space):
+    if is_image_space(space) or (isinstance(space, gymnasium.spaces.Dict)
+                                 and any(is_image_space(s) for s in space.spaces.values())):
         return "pixels"
     if isinstance(space, gymnasium.spaces.Box) and len(space.shape) == 1:
         return "vector"
     raise PPO1Error(f"--env_name={env_name!r} has observations {space}: ppo1 trains image observations (a Box of "
-                    "uint8, (H, W) or (H, W, C)) and vector observations (a 1-D Box)")
+                    "uint8, (H, W) or (H, W, C), or a Dict holding one) and vector observations (a 1-D Box)")
 
 
 # ---------------------------------------------------------------------------------------- Procgen

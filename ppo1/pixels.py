@@ -1,6 +1,7 @@
 """Any gymnasium env with image observations (other than Atari and Procgen), with the AtariEnv interface.
 
-An observation that is a Box of uint8, (H, W, C) or (H, W), becomes what the CNNs read:
+An observation that is a Box of uint8, (H, W, C) or (H, W), or a Dict holding one (its only image entry, or
+--obs_key; its other entries are not used yet), becomes what the CNNs read:
 
     step:  the action repeated --frame_skip times, the rewards summed (fewer where the episode ends first)
     frame: resized to --frame_size x --frame_size (INTER_AREA; 0 keeps the native size), gray (cv2's
@@ -34,11 +35,12 @@ class Frames:
     size: int = 84
     gray: bool = True
     stack: int = 4
+    key: str = ""  # --obs_key: the image entry of a Dict observation ("" = its only one)
 
     @classmethod
     def of(cls, config) -> "Frames":
-        """The run's preprocessing (--frame_skip, --frame_size, --frame_gray, --frame_stack)."""
-        return cls(config.frame_skip, config.frame_size, config.frame_gray, config.frame_stack)
+        """The run's preprocessing (--frame_skip, --frame_size, --frame_gray, --frame_stack, --obs_key)."""
+        return cls(config.frame_skip, config.frame_size, config.frame_gray, config.frame_stack, config.obs_key)
 
 
 def is_image_space(space) -> bool:
@@ -48,13 +50,40 @@ def is_image_space(space) -> bool:
             and min(space.shape) >= 1)
 
 
-def check_spaces(env_name: str, observation_space, action_space) -> None:
-    """Raise PPO1Error naming the space unless the observations are images (is_image_space) and the actions
-    Discrete."""
+def image_key(space, obs_key: str = "", env_name: str = "") -> str | None:
+    """Where the image of an observation is: None for an image Box; for a Dict, `obs_key` or, when it is
+    empty, the Dict's only image entry. Raises PPO1Error naming the entries when there is none to take."""
     import gymnasium
-    if not is_image_space(observation_space):
+    if not isinstance(space, gymnasium.spaces.Dict):
+        if obs_key:
+            raise PPO1Error(f"--obs_key={obs_key!r} is for Dict observations; {env_name} has {space}")
+        return None
+    images = [k for k, s in space.spaces.items() if is_image_space(s)]
+    if obs_key:
+        if obs_key not in images:
+            raise PPO1Error(f"--obs_key={obs_key!r} is not an image entry of {env_name}'s observations {space}: "
+                            f"choose from {', '.join(images) or 'none (it has no image entry)'}")
+        return obs_key
+    if len(images) != 1:
+        raise PPO1Error(f"{env_name} has observations {space} with {len(images)} image entries: "
+                        + ("ppo1 trains image observations" if not images else
+                           f"name the one to train on with --obs_key ({', '.join(images)})"))
+    return images[0]
+
+
+def image_space(space, obs_key: str = "", env_name: str = ""):
+    """The image space of an observation space (itself, or the Dict entry image_key takes)."""
+    key = image_key(space, obs_key, env_name)
+    return space if key is None else space.spaces[key]
+
+
+def check_spaces(env_name: str, observation_space, action_space, obs_key: str = "") -> None:
+    """Raise PPO1Error naming the space unless the observations are images (is_image_space), or a Dict holding
+    one (image_key), and the actions Discrete."""
+    import gymnasium
+    if not is_image_space(image_space(observation_space, obs_key, env_name)):
         raise PPO1Error(f"--env_name={env_name!r} has observations {observation_space}: ppo1 trains image "
-                        "observations that are a Box of uint8, (H, W) or (H, W, C)")
+                        "observations that are a Box of uint8, (H, W) or (H, W, C), or a Dict holding one")
     if not isinstance(action_space, gymnasium.spaces.Discrete):
         raise PPO1Error(f"--env_name={env_name!r} has actions {action_space}: ppo1 trains image observations "
                         "with Discrete actions")
@@ -126,14 +155,18 @@ class PixelEnv:
         self.observation_space = self.gym_env.observation_space
         self.action_space = self.gym_env.action_space
         try:
-            check_spaces(ref.name, self.observation_space, self.action_space)
+            check_spaces(ref.name, self.observation_space, self.action_space, frames.key)
+            self.key = image_key(self.observation_space, frames.key, ref.name)
         except PPO1Error:
             self.gym_env.close()
             raise
+        # A known package whose time limit also sets terminated (ViZDoom): both flags mean a time limit.
+        self.timeout_terminates = bool(ref.package and ref.package.timeout_terminates)
         self.num_actions = int(self.action_space.n)
-        self.obs_shape = obs_shape(self.observation_space.shape, frames)
+        shape = image_space(self.observation_space, self.key).shape
+        self.obs_shape = obs_shape(shape, frames)
         self.stack = np.zeros(self.obs_shape, np.uint8)
-        self._image = np.zeros(self.observation_space.shape, np.uint8)  # the env's last image, for rgb()
+        self._image = np.zeros(shape, np.uint8)  # the env's last image, for rgb()
         self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         self.cut_obs: np.ndarray | None = None  # the last observation of an episode the last step cut
@@ -146,16 +179,23 @@ class PixelEnv:
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return self.stack
 
+    def _take(self, obs) -> np.ndarray:
+        """The image of an env observation (its Dict entry where it is a Dict)."""
+        return obs if self.key is None else obs[self.key]
+
     def reset(self) -> np.ndarray:
         """Start a new (seeded) episode. Returns obs (stack x C, N, N) uint8, the first frame repeated."""
-        image, _ = self.gym_env.reset(seed=self._seed)
+        obs, _ = self.gym_env.reset(seed=self._seed)
         self.action_space.seed(self._seed)
-        return self._start(image)
+        return self._start(self._take(obs))
 
     def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
         """(obs, reward, done, episode) as AtariEnv.step: reward is the sum over the repeated frames;
         after done, obs starts the next episode."""
-        image, reward, terminated, truncated = repeat_action(self.gym_env, int(action), self.frames.skip)
+        obs, reward, terminated, truncated = repeat_action(self.gym_env, int(action), self.frames.skip)
+        image = self._take(obs)
+        if truncated and self.timeout_terminates:
+            terminated = False
         self.ep_return += reward
         self.ep_length += 1
         self._image[:] = image
@@ -165,8 +205,8 @@ class PixelEnv:
             return self.stack, reward, False, None
         episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
                           bool(truncated and not terminated))
-        image, _ = self.gym_env.reset()
-        return self._start(image), reward, True, episode
+        obs, _ = self.gym_env.reset()
+        return self._start(self._take(obs)), reward, True, episode
 
     def get_state(self) -> None:
         """General gymnasium envs cannot be snapshotted: a resumed run starts new episodes."""

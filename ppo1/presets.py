@@ -101,7 +101,7 @@ IMAGE_PRESETS = ("paper", "fast", "cleanrl", "baselines")
 FAMILY_PRESETS = {"atari": IMAGE_PRESETS, "pixels": IMAGE_PRESETS,
                   "vector": ("mujoco",), "procgen": ("procgen",)}
 # The flags of the `pixels` family's preprocessing: refused for the other families.
-FRAME_FLAGS = ("frame_skip", "frame_size", "frame_gray", "frame_stack")
+FRAME_FLAGS = ("frame_skip", "frame_size", "frame_gray", "frame_stack", "obs_key")
 
 
 def preset_values(given: dict, n_ranks: int = 1) -> dict:
@@ -116,7 +116,7 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
     from ppo1.config import Config
     from ppo1.envs import env_family
     env_name = given.get("env_name", Config.env_name)
-    family = env_family(env_name, given.get("env_kwargs", Config.env_kwargs))
+    family = env_family(env_name, given.get("env_kwargs", Config.env_kwargs), given.get("obs_key", Config.obs_key))
     name = given.get("preset", FAMILY_PRESETS[family][0])
     if (name == "procgen") != (family == "procgen"):
         raise PPO1Error(f"--preset={name} is for procgen:<game> envs only" if name == "procgen" else
@@ -138,6 +138,10 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
         raise PPO1Error(f"--preset={name} is for Atari games and other image-observation envs; vector-observation "
                         "envs use --preset mujoco")
     values = {"preset": name, **PRESETS[name]}
+    if family == "pixels":  # a known package's settings (ViZDoom: 4 tics per action), as if its preset's
+        from ppo1.envref import package_of, resolve
+        package = package_of(resolve(env_name, given.get("env_kwargs", Config.env_kwargs)).gym_id)
+        values.update(package.defaults if package else {})
     if name == "fast":
         values["env_steps"] = fast_budget(env_name)
         values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)

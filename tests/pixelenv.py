@@ -6,6 +6,7 @@ one. Discrete(4) actions move the agent up, down, left or right (walls stop it);
 and terminates the episode; after `max_steps` steps the episode is truncated (a time limit, not a death).
 
     make_env(size=32, max_steps=50, multibinary=False, render_mode=None)   the factory
+    make_dict_env(size=32, ...)                                            its image in a Dict, beside a vector
     PixelSquare-v0                                                          the id registered on import
 """
 from __future__ import annotations
@@ -61,6 +62,23 @@ class PixelSquare(gymnasium.Env):
 def make_env(size: int = 32, **kwargs) -> PixelSquare:
     """The factory of `--env_name tests.pixelenv:make_env --env_kwargs '{"size": 24}'`."""
     return PixelSquare(size=size, **kwargs)
+
+
+class WithSteps(gymnasium.ObservationWrapper):
+    """PixelSquare's image beside a vector entry, as a Dict (ViZDoom's screen and gamevariables)."""
+
+    def __init__(self, env: PixelSquare):
+        super().__init__(env)
+        self.observation_space = gymnasium.spaces.Dict(
+            {"steps": gymnasium.spaces.Box(0, np.inf, (1,), np.float32), "screen": env.observation_space})
+
+    def observation(self, image):
+        return {"steps": np.array([self.env.unwrapped.steps], np.float32), "screen": image}
+
+
+def make_dict_env(size: int = 32, **kwargs) -> WithSteps:
+    """The factory of a Dict-observation env: {"steps": (1,) float32, "screen": the image}."""
+    return WithSteps(PixelSquare(size=size, **kwargs))
 
 
 def not_an_env(**kwargs):

@@ -173,3 +173,64 @@ def test_an_env_that_cannot_be_named_made_or_trained_is_one_line_and_exit_2_on_e
     assert len(lines) == 1 and lines[0].startswith("ppo1: error: ") and message in lines[0], r.stderr
     assert "Traceback" not in r.stdout + r.stderr
     assert not (tmp_path / "bad").exists()
+
+
+# ------------------------------------------------------------------------------ Dict observations
+def test_a_dict_observation_trains_on_its_only_image_entry_unless_obs_key_names_another(tmp_path):
+    import gymnasium
+    from ppo1.pixels import image_key
+    from tests.pixelenv import make_dict_env
+    env = make_dict_env(size=24)
+    assert image_key(env.observation_space) == "screen" and image_key(env.observation_space, "screen") == "screen"
+    with pytest.raises(PPO1Error, match=r"--obs_key='steps' is not an image entry .* choose from screen"):
+        image_key(env.observation_space, "steps", "e")
+    two = gymnasium.spaces.Dict({"a": env.observation_space["screen"], "b": env.observation_space["screen"]})
+    with pytest.raises(PPO1Error, match=r"2 image entries: name the one to train on with --obs_key \(a, b\)"):
+        image_key(two, "", "e")
+    with pytest.raises(PPO1Error, match="--obs_key='a' is for Dict observations"):
+        image_key(env.observation_space["screen"], "a", "e")
+    r = run_cli([*TINY, "--env_name", "tests.pixelenv:make_dict_env", "--env_kwargs", '{"size": 24}',
+                 "--frame_size", "0", "--checkpoint_dir", str(tmp_path), "--model_name", "d"])
+    assert r.returncode == 0, r.stderr
+    state = json.loads((tmp_path / "d" / "config.json").read_text())
+    assert state["obs_key"] == "" and "ppo1: done: 512 steps" in r.stdout
+
+
+# ------------------------------------------------------------------------------ ViZDoom
+def test_vizdoom_ends_an_episode_at_its_timeout_as_a_time_limit_not_a_death():
+    pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
+    from ppo1.envref import resolve
+    env = PixelEnv(resolve("VizdoomBasic-v1"), np.random.SeedSequence(0), Frames(skip=4))
+    try:
+        assert env.key == "screen" and env.obs_shape == (4, 84, 84)
+        env.reset()
+        for _ in range(100):  # MOVE_LEFT only: the monster lives until the 300-tic timeout (75 steps of 4)
+            _obs, _reward, done, episode = env.step(0)
+            if done:
+                break
+        assert episode is not None and episode.length == 75 and episode.truncated and env.cut_obs is not None
+    finally:
+        env.close()
+
+
+def test_a_vizdoom_id_trains_under_mpirun_with_its_frame_skip_and_plays_leaving_no_settings_file(tmp_path):
+    pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
+    ck = tmp_path / "ck"
+    r = run_cli([*TINY, "--env_name", "VizdoomBasic-v1", "--checkpoint_dir", str(ck), "--model_name", "doom"],
+                np_=2, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    config = json.loads((ck / "doom" / "config.json").read_text())
+    assert (config["frame_skip"], config["preset"]) == (4, "paper")
+    r = run_cli(["--mode", "play", "--episodes", "2", "--checkpoint_dir", str(ck), "--model_name", "doom"], np_=2,
+                cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert len(GAME.findall(r.stdout)) == 2
+    assert not (tmp_path / "_vizdoom.ini").exists(), "ViZDoom's settings file goes to a temporary directory"
+
+
+def test_a_missing_package_of_a_known_id_names_the_extra_to_install():
+    from ppo1.envref import Package, import_package
+    missing = Package("Nosuch", "no_such_package.gymnasium_wrapper", "nosuch", {})
+    with pytest.raises(PPO1Error, match=r"--env_name='NosuchGame-v0' needs the 'nosuch' package, which cannot "
+                                        r"be imported .*: pip install 'ppo1\[nosuch\]'"):
+        import_package("NosuchGame-v0", "NosuchGame-v0", packages=(missing,))
