@@ -108,7 +108,7 @@ def _fmt(x: float | None, digits: int = 1) -> str:
 # config.json fields that name, place or pace a run rather than set how it learns.
 RUN_FIELDS = frozenset({"env_name", "env_steps", "preset", "model_name", "checkpoint_dir", "asset_dir", "seed",
                         "envs_per_rank", "device", "num_threads", "compile", "deterministic", "save_interval",
-                        "keep_checkpoints", "video_interval", "video_max_frames", "watchdog_timeout",
+                        "keep_checkpoints", "video_interval", "video_max_frames", "snapshot_interval", "watchdog_timeout",
                         "sync_check_interval"})
 
 

@@ -101,8 +101,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "parallelism and devices": ("np", "envs_per_rank", "num_threads", "device", "deterministic",
                                 "sync_check_interval", "watchdog_timeout"),
     "run directory and checkpoints": ("model_name", "checkpoint_dir", "asset_dir", "fresh", "save_interval",
-                                      "keep_checkpoints", "stop_after_iterations", "video_interval",
-                                      "video_max_frames"),
+                                      "keep_checkpoints", "stop_after_iterations", "snapshot_interval",
+                                      "video_interval", "video_max_frames"),
     "play / movie / plot": ("episodes", "greedy", "render", "max_frames", "gif", "runs", "plot_x"),
 }
 

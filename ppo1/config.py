@@ -99,6 +99,9 @@ class Config:
     checkpoint_dir: str = setting("checkpoints", "directory holding one sub-directory per run")
     asset_dir: str = setting("", "movie and plot write into asset_dir/model_name/; empty (the default): into "
                                  "the run's own directory, checkpoint_dir/model_name/")
+    snapshot_interval: int = setting(0,
+        "train: every N iterations rank 0 writes a grid of its envs' current screens to run_dir/snapshot.png "
+        "(replaced atomically) and to TensorBoard, to watch long games; 0 = off")
     video_interval: int = setting(0,
         "train: every N iterations rank 0 records one evaluation game into run_dir/videos/ (the other"
         " ranks wait meanwhile); 0 = no videos")
@@ -288,6 +291,8 @@ class Config:
             bad("seed", "a whole number >= 0")
         if not isinstance(self.num_threads, int) or self.num_threads < 0:
             bad("num_threads", "a whole number >= 0 (0 = automatic)")
+        if not isinstance(self.snapshot_interval, int) or self.snapshot_interval < 0:
+            bad("snapshot_interval", "a whole number >= 0 (0 = off)")
         if not isinstance(self.video_interval, int) or self.video_interval < 0:
             bad("video_interval", "a whole number >= 0 (0 = no videos)")
         if not isinstance(self.video_max_frames, int) or not 1 <= self.video_max_frames <= MAX_FRAMES:

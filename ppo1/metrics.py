@@ -155,9 +155,10 @@ class ProgressLog:
         self._csv.drop_torn_record()  # a kill or power loss in an earlier run's append
         upgrade_header(self.path, PROGRESS_COLUMNS, warn=self.note)  # columns added since (epochs)
         self._csv.append(b"")  # the header, now
-        self._tb = EventFile(run_dir, start_step, warn=self.note) if tensorboard else None
-        if self._tb is not None:
-            self._tb.write(start_step, [])
+        # TensorBoard: this log's scalars, and the images of other writers (snapshots)
+        self.events = EventFile(run_dir, start_step, warn=self.note) if tensorboard else None
+        if self.events is not None:
+            self.events.write(start_step, [])
 
     def _clear_bar(self) -> None:
         if self._bar_shown:
@@ -187,11 +188,11 @@ class ProgressLog:
             self._print(progress_bar(row, self.total_steps), end="", flush=True)
             self._bar_shown = True
         self._rows += 1
-        if self._tb is not None:
+        if self.events is not None:
             scalars = [(f"progress/{k}", row.get(k)) for k in PROGRESS_COLUMNS if k != "timesteps"]
             for ret, length in episodes:
                 scalars += [("episodes/return", ret), ("episodes/length", length)]
-            self._tb.write(int(row["timesteps"]),
+            self.events.write(int(row["timesteps"]),
                            [(tag, v) for tag, v in scalars if isinstance(v, numbers.Real) and math.isfinite(v)])
 
     def close(self) -> None:
@@ -283,6 +284,13 @@ class EventFile:
             wall_time=now, step=step, summary=self._Summary(value=[self._Summary.Value(tag=tag, simple_value=value)])))
             for tag, value in scalars)
         return self._file.append(data)
+
+    def write_image(self, step: int, tag: str, png: bytes, height: int, width: int) -> bool:
+        """Append one Event holding an RGB image (PNG bytes) at `step`. Returns whether it was written."""
+        image = self._Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=png)
+        event = self._Event(wall_time=time.time(), step=step,
+                            summary=self._Summary(value=[self._Summary.Value(tag=tag, image=image)]))
+        return self._file.append(self._record(event))
 
 
 class EpisodeLog:

@@ -21,6 +21,7 @@ from ppo1.checkpoint import RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvOptions, ProcgenLevels, make_vec_env
+from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
 from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, linear_alpha, update, warmup_factor
@@ -233,7 +234,7 @@ class Trainer:
         cfg, comm, state = self.config, self.comm, self.state
         self.n_iters = cfg.num_iterations(comm.size)
         self.steps_per_iter = cfg.steps_per_iteration(comm.size)
-        progress, self.video = None, None
+        progress, self.video, self.snapshots = None, None, None
         if comm.is_root:
             self.log(f"ppo1: {cfg.env_name}, {comm.size} ranks x {cfg.envs_per_rank} envs = {self.n_actors} "
                      f"actors, {self.threads} torch thread(s) per rank, {self.n_iters} iterations of "
@@ -241,6 +242,8 @@ class Trainer:
             progress = ProgressLog(cfg.run_dir, total_steps=self.n_iters * self.steps_per_iter,
                                    start_step=state.timesteps)
             self.video = TrainingVideo(cfg, log=progress.note)
+            self.snapshots = Snapshots(cfg.run_dir, cfg.snapshot_interval, self.venv.envs, progress.events,
+                                       warn=progress.note)
             self.log = progress.note  # later messages go above the progress bar
         self.recorder = Recorder(progress)
         self.episode_log = EpisodeLog(cfg.run_dir, comm.rank, warn=self.log if comm.is_root else None)
@@ -276,7 +279,8 @@ class Trainer:
 
     def record(self, seg: Segment, stats: dict[str, float], hp: Hyper) -> None:
         """Collective: the games finished on all ranks, the statistics averaged over ranks, the periodic
-        parameter sync check; rank 0 writes the iteration's row and, when due, records a video."""
+        parameter sync check; rank 0 writes the iteration's row and, when due, records a video and writes a
+        snapshot of its envs."""
         cfg, comm, state = self.config, self.comm, self.state
         self.episode_log.write(seg.episodes, state.timesteps)
         self.wd.phase = "episode statistics allgather"
@@ -289,7 +293,7 @@ class Trainer:
             self.wd.phase = "parameter sync check"
             comm.check_synced(self.policy)
         if comm.is_root:
-            self.wd.phase = "progress log and video (rank 0)"
+            self.wd.phase = "progress log, video and snapshot (rank 0)"
             elapsed = time.time() - self.start
             self.recorder.record(**means, sps=(state.timesteps - self.start_steps) / max(elapsed, 1e-9),
                                  time_elapsed=elapsed)
@@ -297,6 +301,7 @@ class Trainer:
                 part.record(self.recorder)
             self.recorder.dump(finished)
             self.video.maybe_record(self.policy, state.iteration, state.timesteps)
+            self.snapshots.maybe_write(state.iteration, state.timesteps)
 
     def stop_reason(self, stop: StopRequest) -> str | None:
         """Collective: why training stops after this iteration (a signal on any rank, --stop_after_iterations),
