@@ -234,3 +234,19 @@ def test_a_missing_package_of_a_known_id_names_the_extra_to_install():
     with pytest.raises(PPO1Error, match=r"--env_name='NosuchGame-v0' needs the 'nosuch' package, which cannot "
                                         r"be imported .*: pip install 'ppo1\[nosuch\]'"):
         import_package("NosuchGame-v0", "NosuchGame-v0", packages=(missing,))
+
+
+def test_the_complete_example_of_the_own_env_page_trains_and_plays(tmp_path):
+    import os
+    page = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "own-env.md")).read()
+    code = re.search(r"```python\n(.*?)```", page, re.S).group(1)
+    assert len(code.splitlines()) <= 45, "a short example"
+    (tmp_path / "mygame.py").write_text(code)
+    args = ["--env_name", "mygame:make_env", "--env_kwargs", '{"size": 32}', "--checkpoint_dir", str(tmp_path / "ck"),
+            "--model_name", "square"]
+    r = run_cli([*TINY, *args, "--snapshot_interval", "1"], cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "ck" / "square" / "snapshot.png").exists()
+    r = run_cli(["--mode", "play", "--episodes", "2", *args], cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert len(GAME.findall(r.stdout)) == 2
