@@ -31,6 +31,9 @@ setup(
         "procgen": ["procgen-gym>=0.1.1,<0.2; python_version >= '3.13'"],
         # --env_name Vizdoom<Scenario>-v1: ViZDoom's gymnasium ids (its wheels ship the engine and scenarios)
         "vizdoom": ["vizdoom>=1.2.3,<2"],
+        # examples/pokemon_emerald.py: a GBA emulator (mGBA) with pygba's game wrappers; the mgba wheel
+        # needs Debian's libmgba0.10 (apt-get install libmgba0.10)
+        "gba": ["pygba>=0.2", "mgba>=0.10", "pillow"],
         # `python -m bench.throughput --compare sb3`; needs no other torch than the one installed
         "bench": ["stable-baselines3>=2.3,<3"],
     },

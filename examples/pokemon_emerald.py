@@ -1,0 +1,58 @@
+"""Pokemon Emerald on a Game Boy Advance emulator, for ppo1: `--env_name examples.pokemon_emerald:make_env`.
+
+In the shape of the published PPO setups for Pokemon games: each action (an arrow and a button, pygba's 42
+combinations) held for `hold` frames (24: 0.4 s of the game), the screen as ppo1's CNNs read it (ppo1 turns
+it gray, resizes and stacks it: --frame_size, --frame_gray, --frame_stack), episodes of `max_episode_steps`
+actions, and the rewards of pygba's `PokemonEmerald` wrapper (badges, cities visited, Pokemon seen and
+caught, trainers beaten, experience). Bring your own ROM (this project ships none):
+
+    pip install -e '.[gba]'            # pygba, mgba and pillow; mgba needs Debian's libmgba0.10
+    python -m run_atari --np 2 --env_name examples.pokemon_emerald:make_env \\
+        --env_kwargs '{"rom": "/path/to/pokemon_emerald.gba"}' --envs_per_rank 12 --frame_size 96 \\
+        --env_steps 20000000 --snapshot_interval 10 --model_name emerald
+
+`game_wrapper: false` plays any GBA ROM with no reward (the emulator path alone, as the tests do).
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+import gymnasium
+import numpy as np
+
+
+class Upright(gymnasium.ObservationWrapper):
+    """pygba's observations are (width, height, 3) (its render is upright); this gives them (height, width, 3),
+    as images are. Its reset takes gymnasium's `options` (pygba's does not)."""
+
+    def __init__(self, env: gymnasium.Env):
+        super().__init__(env)
+        w, h, c = env.observation_space.shape
+        self.observation_space = gymnasium.spaces.Box(0, 255, (h, w, c), np.uint8)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        screen, info = self.env.reset(seed=seed)  # pygba's reset takes no options
+        return self.observation(screen), info
+
+    def observation(self, screen: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(screen.transpose(1, 0, 2))
+
+
+def make_env(rom: str = "", save: str | None = None, hold: int = 24, max_episode_steps: int = 65_536,
+             game_wrapper: bool = True, render_mode: str | None = None) -> gymnasium.Env:
+    """The env of one emulator running `rom` (from the battery save `save`, else from power-on)."""
+    if not rom:
+        raise ValueError("give the path of your Pokemon Emerald ROM: --env_kwargs '{\"rom\": \"/path/to/emerald.gba\"}'")
+    if not os.path.isfile(rom):
+        raise FileNotFoundError(f"no ROM at {rom}")
+    try:
+        from pygba import PokemonEmerald, PyGBA, PyGBAEnv
+    except ImportError as e:
+        raise ImportError(f"{e}: pip install -e '.[gba]' (mgba needs Debian's libmgba0.10)") from None
+    gba = PyGBA.load(rom, save)
+    with warnings.catch_warnings():  # without a game wrapper pygba warns that there is no reward: as asked
+        warnings.simplefilter("ignore")
+        env = PyGBAEnv(gba, PokemonEmerald() if game_wrapper else None, obs_type="rgb", frameskip=hold - 1,
+                       max_episode_steps=max_episode_steps, render_mode=render_mode)
+    return Upright(env)
