@@ -3,6 +3,7 @@
     python -m bench.learning pong                 # the PPO paper's Atari settings, 2 ranks x 4 envs
     python -m bench.learning cartpole --np 2      # baselines' MLP defaults
     python -m bench.learning pong --env_steps 2e6 --out results/pong-2M
+    python -m bench.learning vizdoom-basic --run doom-norm -- --norm_reward   # run_atari flags after --
 
 Writes checkpoint_dir/<run>/progress.csv (a real training run: rerunning resumes it), and the learning
 curve PNG and summary.txt (one line: steps, wall time, mean return of the last 100 real games)
@@ -28,6 +29,10 @@ BENCHMARKS = {
     "breakout": ("BreakoutNoFrameskip-v4", 2, 4, 10_000_000, []),
     "cartpole": ("CartPole-v1", 2, 1, 100_000, []),
     "hopper": ("Hopper-v5", 2, 1, 1_000_000, []),
+    # ViZDoom (the vizdoom extra): its ids' own defaults (frame skip 4), 8 actors
+    "vizdoom-basic": ("VizdoomBasic-v1", 2, 4, 100_000, []),
+    "vizdoom-defend-center": ("VizdoomDefendCenter-v1", 2, 4, 300_000, []),
+    "vizdoom-health-gathering": ("VizdoomHealthGathering-v1", 2, 4, 300_000, []),
 }
 
 
@@ -59,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", help="run name (default: bench-<benchmark>)")
     p.add_argument("--out", help="directory for the PNG and summary (default: results/<run>)")
     p.add_argument("--summary_only", action="store_true", help="only plot and summarise an existing run")
+    p.add_argument("flags", nargs="*", help="after --: more run_atari flags (an A/B variant)")
     args = p.parse_args(argv)
 
     env_id, ranks, envs, steps, extra = BENCHMARKS[args.benchmark]
@@ -69,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.summary_only:
         cmd = [*_mpirun(ranks), sys.executable, "-m", "run_atari", "--env_name", env_id, "--envs_per_rank",
                str(envs), "--env_steps", str(steps), "--seed", str(args.seed), "--checkpoint_dir",
-               args.checkpoint_dir, "--model_name", run, *extra]
+               args.checkpoint_dir, "--model_name", run, *extra, *args.flags]
         print("bench.learning:", " ".join(cmd), flush=True)
         start = time.time()
         code = subprocess.call(cmd)
@@ -81,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(out, exist_ok=True)
     png, _ = plot([os.path.join(args.checkpoint_dir, run)], os.path.join(out, "learning_curve.png"),
                   args.checkpoint_dir)
-    line = (f"{args.benchmark} ({env_id}, {ranks} ranks x {envs} envs): {s['steps']} agent steps, "
+    variant = f" {' '.join(args.flags)}" if args.flags else ""
+    line = (f"{args.benchmark}{variant} ({env_id}, {ranks} ranks x {envs} envs): {s['steps']} agent steps, "
             f"{s['hours']:.2f} h wall, {s['sps']:.0f} SPS, {s['episodes']} games, "
             f"mean return of the last 100 games {s['ret100']:.2f}")
     with open(os.path.join(out, "summary.txt"), "w") as f:

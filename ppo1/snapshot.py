@@ -13,6 +13,7 @@ import os
 import cv2
 import numpy as np
 
+from ppo1.checkpoint import atomic_write
 from ppo1.safeio import cause
 
 FILE = "snapshot.png"
@@ -40,21 +41,6 @@ def png(image: np.ndarray) -> bytes:
     return data.tobytes()
 
 
-def replace_file(path: str, data: bytes) -> None:
-    """Write `data` to `path` atomically: into a temporary file beside it, then renamed over it."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 class Snapshots:
     """Rank 0's snapshots of its envs every `interval` iterations (0: never). A snapshot that cannot be
     made or written is a warning (once), and training goes on without them."""
@@ -69,7 +55,7 @@ class Snapshots:
         try:
             image = grid([np.asarray(env.rgb(), np.uint8) for env in self.envs])
             data = png(image)
-            replace_file(self.path, data)
+            atomic_write(self.path, lambda f: f.write(data))
         except Exception as e:  # an env that cannot render, a full disk: say it once, train on
             self.warn(f"ppo1: warning: no snapshot of the envs ({cause(e) if isinstance(e, OSError) else e}); "
                       "--snapshot_interval is off for the rest of the run")
