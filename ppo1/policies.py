@@ -1,14 +1,15 @@
 """The policies of baselines' ppo1.
 
 `small` (the PPO paper's CNN, as A3C) and `large` (Nature DQN) of `cnn_policy` map uint8 frames
-(B, 4, 84, 84) to categorical logits (B, A) and a value (B,), and so does `impala` (the IMPALA CNN,
+(B, 4, 84, 84) to categorical logits (B, A) (Discrete actions; MultiDiscrete and MultiBinary: one categorical
+per dimension, ppo1.actions.MultiCategorical) and a value (B,), and so does `impala` (the IMPALA CNN,
 Espeholt et al. 2018) for any image (B, C, H, W), e.g. Procgen's (B, 3, 64, 64); frames are scaled to [0, 1] inside the
 model (with `--frame_norm center`, less the running per-pixel mean the model keeps), so rollouts store
 uint8. `mlp` (baselines' `mlp_policy`) maps vector observations (B, D),
 normalised by a running mean/std kept identical on all ranks, through separate 2x64 tanh networks to
-a categorical (Discrete actions) or diagonal Gaussian with state-independent log-std (Box actions)
-and a value. Linear layers use baselines' normc initialisation (policy head gain 0.01); conv layers
-use baselines' Glorot-uniform (= Xavier uniform).
+a categorical (Discrete actions), one per dimension (MultiDiscrete, MultiBinary) or a diagonal Gaussian with
+state-independent log-std (Box actions) and a value. Linear layers use baselines' normc initialisation
+(policy head gain 0.01); conv layers use baselines' Glorot-uniform (= Xavier uniform).
 
 Every policy has `dist(obs) -> (distribution, value)` and `act(obs, greedy) -> (action, logp, value)`.
 """
@@ -20,6 +21,7 @@ from torch import nn
 from torch.distributions import Categorical, Independent, Normal
 
 from ppo1 import PPO1Error
+from ppo1.actions import MultiCategorical, action_nvec
 
 
 def normc_(weight: torch.Tensor, std: float = 1.0) -> torch.Tensor:
@@ -49,6 +51,7 @@ class ActorCritic(nn.Module):
 
     action_shape: tuple = ()
     action_dtype = np.int64
+    nvec: tuple[int, ...] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """obs (B, ...) -> (distribution parameters (B, ...), value (B,)): the network, without the
@@ -76,7 +79,10 @@ class ActorCritic(nn.Module):
         dist, value = self.dist(obs)
         if greedy:
             base = dist.base_dist if isinstance(dist, Independent) else dist
-            action = base.mean if isinstance(base, Normal) else base.logits.argmax(-1)
+            if isinstance(base, MultiCategorical):
+                action = base.mode  # the most probable index of each dimension
+            else:
+                action = base.mean if isinstance(base, Normal) else base.logits.argmax(-1)
         else:
             action = dist.sample()
         return action, dist.log_prob(action), value
@@ -145,6 +151,9 @@ def orthogonal_init_(module: nn.Module, head_gains: dict[nn.Module, float]) -> N
 class CnnPolicy(ActorCritic):
     """Actor-critic CNN with a shared torso, a categorical policy head and a value head.
 
+    nvec (MultiDiscrete, MultiBinary actions): the choices per action dimension; the head's num_actions =
+    sum(nvec) logits are split into one categorical per dimension (ppo1.actions.MultiCategorical).
+
     init: `normc` (baselines ppo1: Glorot-uniform convs, normc linears) or `orthogonal` (ppo2, CleanRL).
     obs_shape (C, H, W): any channels and size, e.g. Atari's stack of four grayscale frames (4, 84, 84) or
     Procgen's one RGB frame (3, 64, 64); the fully connected layer's inputs follow from it (small and large
@@ -152,7 +161,8 @@ class CnnPolicy(ActorCritic):
     """
 
     def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4, init: str = "normc",
-                 frame_norm: str = "scale", obs_shape: tuple[int, int, int] | None = None):
+                 frame_norm: str = "scale", obs_shape: tuple[int, int, int] | None = None,
+                 nvec: tuple[int, ...] | None = None):
         super().__init__()
         obs_shape = tuple(obs_shape or (in_channels, 84, 84))
         in_channels = obs_shape[0]
@@ -184,6 +194,8 @@ class CnnPolicy(ActorCritic):
             raise PPO1Error(f"--model_type={model_type!r} is invalid: must be small, large or impala")
         self.model_type = model_type
         self.num_actions = num_actions
+        if nvec is not None:  # num_actions = sum(nvec)
+            self.nvec, self.action_shape = tuple(nvec), (len(nvec),)
         self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16 (see forward)
         self.pi = _linear(hidden, num_actions, 0.01)
         self.vf = _linear(hidden, 1, 1.0)
@@ -221,7 +233,9 @@ class CnnPolicy(ActorCritic):
             # keeps channels-last (an out-of-place subtraction returned NCHW: 39 -> 67 ms per update batch)
         return x.div_(255.0)
 
-    def distribution(self, logits: torch.Tensor) -> Categorical:
+    def distribution(self, logits: torch.Tensor) -> Categorical | MultiCategorical:
+        if self.nvec is not None:
+            return MultiCategorical(logits, self.nvec)
         return Categorical(logits=logits, validate_args=False)  # NaN logits: caught as a non-finite update
 
     def observe(self, obs: np.ndarray, allreduce_sum=None) -> bool:
@@ -291,8 +305,14 @@ class MlpPolicy(ActorCritic):
             self.pi = mlp(self.num_actions, 0.01)
             self.logstd = nn.Parameter(torch.zeros(self.num_actions))
             self.action_shape, self.action_dtype = (self.num_actions,), np.float32
+        elif action_nvec(action_space) is not None:  # MultiDiscrete, MultiBinary: one categorical per dimension
+            self.nvec = action_nvec(action_space)
+            self.continuous, self.num_actions = False, sum(self.nvec)
+            self.pi = mlp(self.num_actions, 0.01)
+            self.action_shape, self.action_dtype = (len(self.nvec),), np.int64
         else:
-            raise PPO1Error(f"action space {action_space} is not supported: use Discrete or a 1-D Box")
+            raise PPO1Error(f"action space {action_space} is not supported: use Discrete, MultiDiscrete, "
+                            "MultiBinary or a 1-D Box")
         self.vf = mlp(1, 1.0)
         self.model_type = "mlp"
 
@@ -306,16 +326,20 @@ class MlpPolicy(ActorCritic):
         return self.pi(z), self.vf(z).squeeze(-1)
 
     def distribution(self, out: torch.Tensor):
-        """Categorical (Discrete actions) or diagonal Gaussian with state-independent log-std (Box)."""
+        """Categorical (Discrete actions), one per dimension (MultiDiscrete, MultiBinary) or diagonal Gaussian
+        with state-independent log-std (Box)."""
         if self.continuous:
             return Independent(Normal(out, self.logstd.exp().expand_as(out), validate_args=False), 1,
                                validate_args=False)
+        if self.nvec is not None:
+            return MultiCategorical(out, self.nvec)
         return Categorical(logits=out, validate_args=False)
 
 
 def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84), init: str = "normc",
           frame_norm: str = "scale") -> nn.Module:
-    """The policy of `--model_type` for an action space (or a number of discrete actions) and observations."""
+    """The policy of `--model_type` for an action space (or a number of discrete actions) and observations:
+    Discrete, MultiDiscrete or MultiBinary actions (and 1-D Box with `mlp`)."""
     if model_type == "mlp":
         if len(obs_shape) != 1:
             raise PPO1Error(f"--model_type=mlp needs vector observations, not shape {obs_shape}")
@@ -328,5 +352,8 @@ def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84
         if min(obs_shape[1:]) < side:
             raise PPO1Error(f"--model_type={model_type} needs frames of at least {side}x{side}, not "
                             f"{obs_shape[1]}x{obs_shape[2]}: use a larger --frame_size or --model_type impala")
+    nvec = None if isinstance(action_space, int) else action_nvec(action_space)
+    if nvec is not None:
+        return CnnPolicy(sum(nvec), model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape), nvec=nvec)
     num_actions = action_space if isinstance(action_space, int) else int(action_space.n)
     return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape))

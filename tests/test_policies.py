@@ -174,3 +174,23 @@ def test_impala_centres_an_rgb_frame_per_pixel_and_channel_and_atari_stacks_on_t
 def test_a_network_that_does_not_fit_the_observations_is_refused(model_type, shape, match):
     with pytest.raises(PPO1Error, match=match):
         build(model_type, 4, shape)
+
+
+def test_multidiscrete_and_multibinary_actions_get_one_categorical_per_dimension_from_one_head():
+    import gymnasium
+    torch.manual_seed(0)
+    policy = build("small", gymnasium.spaces.MultiDiscrete([3, 2]))
+    assert policy.pi.out_features == 5 and policy.nvec == (3, 2) and policy.action_shape == (2,)
+    obs = torch.randint(0, 256, (8, 4, 84, 84), dtype=torch.uint8)
+    a, logp, v = policy.act(obs)
+    assert a.shape == (8, 2) and a.dtype == torch.int64 and logp.shape == v.shape == (8,)
+    assert a[:, 0].max() < 3 and a[:, 1].max() < 2 and a.min() >= 0
+    logits = policy(obs)[0]
+    first, second = torch.log_softmax(logits[:, :3], -1), torch.log_softmax(logits[:, 3:], -1)
+    expected = first.gather(1, a[:, :1]).squeeze(1) + second.gather(1, a[:, 1:]).squeeze(1)
+    torch.testing.assert_close(logp, expected)
+    greedy, _, _ = policy.act(obs, greedy=True)
+    assert torch.equal(greedy, torch.stack([logits[:, :3].argmax(-1), logits[:, 3:].argmax(-1)], -1))
+    binary = build("impala", gymnasium.spaces.MultiBinary(12), (4, 64, 64))
+    assert binary.pi.out_features == 24 and binary.nvec == (2,) * 12 and binary.action_shape == (12,)
+    assert build("small", gymnasium.spaces.Discrete(6)).nvec is None

@@ -252,3 +252,16 @@ def test_the_first_minibatch_of_an_iteration_has_ratio_one_with_running_frame_st
     assert len(ratios) == 2
     for r in ratios:  # fp32: equal up to the rounding of batched convolutions
         torch.testing.assert_close(r, torch.ones_like(r), rtol=0, atol=1e-5)
+
+
+def test_the_loss_of_multidiscrete_actions_takes_the_summed_log_probability_and_entropy():
+    from ppo1.actions import MultiCategorical
+    # nvec [2, 2]: the first state's dimensions have probabilities (1/2, 1/2) and (1/4, 3/4)
+    logits = torch.tensor([[0.0, 0.0, 0.0, math.log(3)], [0.0, 0.0, 0.0, 0.0]])
+    dist, actions = MultiCategorical(logits, (2, 2)), torch.tensor([[0, 1], [1, 0]])
+    old = torch.log(torch.tensor([1 / 2 * 3 / 4, 1 / 4]))
+    _, stats = ppo_loss(dist, torch.zeros(2), actions, old, torch.ones(2), torch.zeros(2), clip=0.1, vf_coef=0.5,
+                        ent_coef=0.01)
+    assert stats["pol_loss"].item() == pytest.approx(-1.0) and stats["approx_kl"].item() == pytest.approx(0, abs=1e-7)
+    h = -(1 / 4 * math.log(1 / 4) + 3 / 4 * math.log(3 / 4))
+    assert stats["entropy"].item() == pytest.approx(((math.log(2) + h) + 2 * math.log(2)) / 2, rel=1e-6)

@@ -1,0 +1,113 @@
+"""The action spaces ppo1 trains, and the distribution of the multi-dimensional discrete ones.
+
+    Discrete(n)           one categorical of n logits (every family)
+    MultiDiscrete(nvec)   one categorical per dimension, from one head of sum(nvec) logits split per dimension
+    MultiBinary(n)        as MultiDiscrete([2] * n)
+    Box, 1-D              a diagonal Gaussian (vector observations only; MlpPolicy)
+
+Actions of the multi-discrete spaces are integer vectors (one index per dimension), stored as (..., dims) int64
+beside Box's float vectors; the env is given them in its space's dtype, offset by MultiDiscrete's `start`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.distributions import Categorical, Distribution
+
+from ppo1 import PPO1Error
+
+
+def action_nvec(space) -> tuple[int, ...] | None:
+    """The choices per dimension of a MultiDiscrete (its nvec) or MultiBinary(n) (n twos) action space of one
+    dimension; None for any other space (Discrete, Box, or one of more dimensions)."""
+    import gymnasium
+    if isinstance(space, gymnasium.spaces.MultiDiscrete) and space.nvec.ndim == 1 and len(space.nvec):
+        return tuple(int(n) for n in space.nvec)
+    if isinstance(space, gymnasium.spaces.MultiBinary) and len(space.shape) == 1 and space.shape[0] >= 1:
+        return (2,) * int(space.shape[0])
+    return None
+
+
+def head_size(space) -> int:
+    """The outputs of the policy head for an action space: n logits (Discrete), sum(nvec) logits (MultiDiscrete,
+    MultiBinary: 2 per dimension), or the Gaussian mean's width (Box). This is `num_actions` in checkpoints."""
+    nvec = action_nvec(space)
+    if nvec is not None:
+        return sum(nvec)
+    return int(getattr(space, "n", None) or space.shape[0])
+
+
+def check_action_space(env_name: str, space, box: bool = False) -> None:
+    """Raise PPO1Error naming the space unless ppo1 trains it: Discrete, MultiDiscrete or MultiBinary of one
+    dimension, and with `box` (vector observations) a 1-D Box."""
+    import gymnasium
+    if isinstance(space, gymnasium.spaces.Discrete) or action_nvec(space) is not None:
+        return
+    if box and isinstance(space, gymnasium.spaces.Box) and len(space.shape) == 1:
+        return
+    kinds = "Discrete, MultiDiscrete or MultiBinary (of one dimension)" + (" or 1-D Box" if box else "")
+    observations = "vector" if box else "image"
+    raise PPO1Error(f"--env_name={env_name!r} has actions {space}: ppo1 trains {observations} observations "
+                    f"with {kinds} actions")
+
+
+def env_action(space, action):
+    """What the env's step takes for a policy's action of a Discrete, MultiDiscrete or MultiBinary space: an int
+    (Discrete), or the vector of indices (dims,) in the space's dtype, plus MultiDiscrete's start."""
+    if action_nvec(space) is None:
+        return int(action)
+    action = np.asarray(action, space.dtype)
+    start = getattr(space, "start", None)
+    return action if start is None else action + start
+
+
+def describe(num_actions: int, nvec: tuple[int, ...] | list[int] | None) -> str:
+    """The actions of a checkpoint or env in words: `6 actions`, `actions [2, 3] (MultiDiscrete)`."""
+    return f"{num_actions} actions" if nvec is None else f"actions {list(nvec)} (MultiDiscrete)"
+
+
+def check_actions(where: str, saved: tuple[int, tuple | list | None], env_name: str,
+                  now: tuple[int, tuple | list | None]) -> None:
+    """Raise PPO1Error unless the actions (num_actions, nvec) a model was trained with (`where`: the checkpoint)
+    are those of the env now; nvec None (Discrete, Box, a checkpoint written before MultiDiscrete) only matches
+    None."""
+    (num_saved, nvec_saved), (num_now, nvec_now) = saved, now
+    same_nvec = (nvec_saved is None) == (nvec_now is None) and (nvec_saved is None or
+                                                                list(nvec_saved) == list(nvec_now))
+    if num_saved != num_now or not same_nvec:
+        raise PPO1Error(f"{where} has {describe(num_saved, nvec_saved)}, {env_name} has {describe(num_now, nvec_now)}")
+
+
+class MultiCategorical(Distribution):
+    """Independent categoricals, one per action dimension, over logits (B, sum(nvec)) split per dimension
+    (Stable-Baselines3's MultiCategoricalDistribution): log pi(a|s) = sum_d log pi_d(a_d|s) and
+    H = sum_d H_d, as the dimensions are independent. Actions (B, dims) int64.
+
+    MultiBinary(n) is MultiDiscrete([2] * n) here, two logits per dimension, where Stable-Baselines3 takes a
+    Bernoulli of one logit: a categorical of logits (l0, l1) is a Bernoulli of logit l1 - l0, so both give the
+    same policies, and one distribution, head layout and action path serves both spaces.
+    """
+
+    arg_constraints: dict = {}
+
+    def __init__(self, logits: torch.Tensor, nvec: tuple[int, ...]):
+        self.nvec = tuple(nvec)
+        self.dists = [Categorical(logits=part, validate_args=False) for part in torch.split(logits, self.nvec, -1)]
+        super().__init__(logits.shape[:-1], torch.Size([len(self.nvec)]), validate_args=False)
+
+    def sample(self, sample_shape: torch.Size = torch.Size()) -> torch.Tensor:
+        """One index per dimension, drawn dimension by dimension: (*sample_shape, B, dims) int64."""
+        return torch.stack([d.sample(sample_shape) for d in self.dists], -1)
+
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
+        """actions (B, dims) -> the sum of the dimensions' log-probabilities (B,)."""
+        return torch.stack([d.log_prob(a) for d, a in zip(self.dists, actions.unbind(-1))], -1).sum(-1)
+
+    def entropy(self) -> torch.Tensor:
+        """The sum of the dimensions' entropies (B,)."""
+        return torch.stack([d.entropy() for d in self.dists], -1).sum(-1)
+
+    @property
+    def mode(self) -> torch.Tensor:
+        """The most probable index of each dimension (B, dims): the greedy action."""
+        return torch.stack([d.logits.argmax(-1) for d in self.dists], -1)
