@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error
+from ppo1.actions import check_actions
 from ppo1 import device as devices
 from ppo1.config import Config, without_legacy_keys
 from ppo1.safeio import cause
@@ -195,6 +196,7 @@ class TrainState:
     ranks: list[dict] | None = None    # RankState.to_dict() of every rank, in rank order
     reward_norm: dict | None = None    # --norm_reward: RewardNormalizer.state_dict() (the same on every rank)
     obs_shape: list[int] | None = None  # the observations the model reads (None in older checkpoints)
+    action_nvec: list[int] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension (else None)
 
     def to_checkpoint(self) -> dict:
         """The dict saved on disk (keys of format FORMAT; the parts that are None are left out)."""
@@ -203,7 +205,7 @@ class TrainState:
                 "recent_returns": [r for r, _ in self.recent], "recent_lengths": [n for _, n in self.recent],
                 "num_actions": self.num_actions, "n_actors": self.n_actors, "n_ranks": self.n_ranks,
                 "config": self.config, "ranks": self.ranks, "reward_norm": self.reward_norm,
-                "obs_shape": self.obs_shape}
+                "obs_shape": self.obs_shape, "action_nvec": self.action_nvec}
         return {k: v for k, v in data.items() if v is not None}
 
     @classmethod
@@ -224,7 +226,8 @@ class TrainState:
                    n_actors=data["n_actors"], iteration=data["iteration"], timesteps=data["timesteps"],
                    episodes=data.get("episodes", 0), recent=collections.deque(recent, maxlen=RECENT),
                    optimizer=data.get("optimizer"), n_ranks=data.get("n_ranks"), ranks=data.get("ranks"),
-                   reward_norm=data.get("reward_norm"), obs_shape=_obs_shape(data.get("obs_shape"), path))
+                   reward_norm=data.get("reward_norm"), obs_shape=_shape(data.get("obs_shape"), "obs_shape", path),
+                   action_nvec=_shape(data.get("action_nvec"), "action_nvec", path))
 
     def rank(self, r: int) -> RankState:
         """Rank r's saved generators and games."""
@@ -237,10 +240,11 @@ class TrainState:
                    ep_length_mean=float(np.mean([n for _, n in self.recent])) if self.recent else float("nan"))
 
 
-def _obs_shape(value: Any, path: str) -> list[int] | None:
-    """A checkpoint's 'obs_shape' (a list of whole numbers >= 1, or absent). Raises PPO1Error naming `path`."""
+def _shape(value: Any, key: str, path: str) -> list[int] | None:
+    """A checkpoint's 'obs_shape' or 'action_nvec' (a list of whole numbers >= 1, or absent). Raises PPO1Error
+    naming `path`."""
     if value is not None and not (isinstance(value, list) and all(type(n) is int and n >= 1 for n in value)):
-        raise PPO1Error(f"checkpoint {path} is corrupt: 'obs_shape' is {value!r}, not a list of whole numbers")
+        raise PPO1Error(f"checkpoint {path} is corrupt: {key!r} is {value!r}, not a list of whole numbers")
     return value
 
 
@@ -374,9 +378,9 @@ def load_config(run_dir: str) -> Config:
 
 
 def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
-             obs_shape: tuple[int, ...] | None = None) -> None:
-    """Raise PPO1Error if a checkpoint does not belong to this game (its name, kwargs and observations),
-    model or number of actors."""
+             obs_shape: tuple[int, ...] | None = None, action_nvec: tuple[int, ...] | None = None) -> None:
+    """Raise PPO1Error if a checkpoint does not belong to this game (its name, kwargs, observations and actions:
+    `num_actions` and, for MultiDiscrete / MultiBinary actions, `action_nvec`), model or number of actors."""
     saved = config_from_data(state.config, "checkpoint")
     path = "checkpoint"
     if saved.env_name != config.env_name:
@@ -386,8 +390,7 @@ def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
     check_obs_shape(state, obs_shape, config.env_name)
     if saved.model_type != config.model_type:
         raise PPO1Error(f"{path} holds a {saved.model_type!r} model, not --model_type={config.model_type}")
-    if state.num_actions != num_actions:
-        raise PPO1Error(f"{path} has {state.num_actions} actions, {config.env_name} has {num_actions}")
+    check_actions(path, (state.num_actions, state.action_nvec), config.env_name, (num_actions, action_nvec))
     if n_actors and state.n_actors != n_actors:
         raise PPO1Error(f"{path} was trained with {state.n_actors} actors (ranks x envs_per_rank), "
                         f"this run has {n_actors}")

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error
+from ppo1.actions import check_action_space, env_action, head_size
 
 FRAME_SKIP = 4
 FRAME_SIZE = 84
@@ -474,7 +475,8 @@ class GymEnv:
     """One gymnasium env with vector observations (classic control, MuJoCo; any id or factory of
     ppo1.envref, made with --env_kwargs), the AtariEnv interface.
 
-    No preprocessing besides float32 observations and Box actions clipped to their bounds; rewards
+    No preprocessing besides float32 observations and Box actions clipped to their bounds (MultiDiscrete and
+    MultiBinary actions: integer vectors, ppo1.actions.env_action); rewards
     are not clipped; an episode ends when the env terminates or is truncated, and the env is reset at
     once. An episode cut by a time limit (truncated, not terminated) leaves its last observation in
     `cut_obs` for that step, so training bootstraps from its value. The episode statistics are the
@@ -497,7 +499,12 @@ class GymEnv:
             family = observation_family(self.observation_space, env_id)  # PPO1Error naming any other space
             raise PPO1Error(f"--env_name={env_id!r} has {family} observations, not vectors (make_vec_env gives it "
                             "a PixelEnv)")
-        self.num_actions = int(getattr(self.action_space, "n", None) or self.action_space.shape[0])
+        try:
+            check_action_space(env_id, self.action_space, box=True)
+        except PPO1Error:
+            self.gym_env.close()
+            raise
+        self.num_actions = head_size(self.action_space)
         self.obs_shape = tuple(self.observation_space.shape)
         self._box = isinstance(self.action_space, gymnasium.spaces.Box)
         self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
@@ -513,7 +520,8 @@ class GymEnv:
 
     def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
         """(obs, reward, done, episode) as AtariEnv.step; after done, obs starts the next episode."""
-        a = np.clip(action, self.action_space.low, self.action_space.high) if self._box else int(action)
+        a = np.clip(action, self.action_space.low, self.action_space.high) if self._box else env_action(
+            self.action_space, action)
         obs, reward, terminated, truncated, _ = self.gym_env.step(a)
         self.ep_return += float(reward)
         self.ep_length += 1

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error, checkpoint
+from ppo1.actions import MultiCategorical, action_nvec, check_actions
 from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
 from ppo1.distributed import Comm
@@ -104,8 +105,8 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
         env = make_eval_env(saved.env_name, np.random.SeedSequence(0), options=EnvOptions.of(saved))
         shape, actions, num_actions = env.obs_shape, env.action_space, env.num_actions
         env.close()
-        if num_actions != state.num_actions:
-            raise PPO1Error(f"checkpoint {path} has {state.num_actions} actions, {saved.env_name} has {num_actions}")
+        check_actions(f"checkpoint {path}", (state.num_actions, state.action_nvec), saved.env_name,
+                      (num_actions, action_nvec(actions)))
         checkpoint.check_obs_shape(state, shape, saved.env_name)
     policy = build(saved.model_type, actions, shape, frame_norm=saved.frame_norm)
     try:
@@ -119,7 +120,8 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
 def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator: torch.Generator):
     """The action for one observation: the most probable (greedy) or one sampled from pi.
 
-    Returns an int (discrete actions) or a float32 array (Box actions). Samples with its own
+    Returns an int (Discrete actions), an int64 array (dims,) (MultiDiscrete, MultiBinary: the most probable
+    or a sampled index per dimension) or a float32 array (Box actions). Samples with its own
     generator, so evaluation never moves the global torch RNG that training uses. A policy on a GPU
     computes the distribution there; the action is drawn on the CPU with the same generator.
     """
@@ -130,6 +132,10 @@ def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator:
         mean, std = base.mean.cpu(), base.stddev.cpu()
         noise = 0.0 if greedy else std * torch.randn(mean.shape, generator=generator)
         return (mean + noise)[0].numpy()
+    if isinstance(dist, MultiCategorical):
+        if greedy:
+            return dist.mode[0].cpu().numpy()
+        return np.array([int(torch.multinomial(d.probs.cpu(), 1, generator=generator)) for d in dist.dists], np.int64)
     if greedy:
         return int(dist.logits.argmax(-1))
     return int(torch.multinomial(dist.probs.cpu(), 1, generator=generator))

@@ -12,7 +12,8 @@ An observation that is a Box of uint8, (H, W, C) or (H, W), or a Dict holding on
 Rewards are the env's own (not clipped). An episode ends when the env terminates or truncates it, and the
 env is reset at once; an episode cut by a time limit (truncated, not terminated) leaves its last
 observation in `cut_obs` for that step, so training bootstraps from its value (as GymEnv). Such envs cannot
-be snapshotted: a resumed run starts new episodes. Actions must be Discrete (the CNNs' categorical head).
+be snapshotted: a resumed run starts new episodes. Actions must be Discrete (the CNNs' categorical head),
+MultiDiscrete or MultiBinary (one categorical per dimension; ppo1.actions).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import cv2
 import numpy as np
 
 from ppo1 import PPO1Error
+from ppo1.actions import check_action_space, env_action, head_size
 from ppo1.envs import Episode
 from ppo1.envref import EnvRef
 
@@ -79,14 +81,11 @@ def image_space(space, obs_key: str = "", env_name: str = ""):
 
 def check_spaces(env_name: str, observation_space, action_space, obs_key: str = "") -> None:
     """Raise PPO1Error naming the space unless the observations are images (is_image_space), or a Dict holding
-    one (image_key), and the actions Discrete."""
-    import gymnasium
+    one (image_key), and the actions Discrete, MultiDiscrete or MultiBinary (ppo1.actions)."""
     if not is_image_space(image_space(observation_space, obs_key, env_name)):
         raise PPO1Error(f"--env_name={env_name!r} has observations {observation_space}: ppo1 trains image "
                         "observations that are a Box of uint8, (H, W) or (H, W, C), or a Dict holding one")
-    if not isinstance(action_space, gymnasium.spaces.Discrete):
-        raise PPO1Error(f"--env_name={env_name!r} has actions {action_space}: ppo1 trains image observations "
-                        "with Discrete actions")
+    check_action_space(env_name, action_space)
 
 
 def frame_channels(channels: int, gray: bool) -> int:
@@ -162,7 +161,7 @@ class PixelEnv:
             raise
         # A known package whose time limit also sets terminated (ViZDoom): both flags mean a time limit.
         self.timeout_terminates = bool(ref.package and ref.package.timeout_terminates)
-        self.num_actions = int(self.action_space.n)
+        self.num_actions = head_size(self.action_space)
         shape = image_space(self.observation_space, self.key).shape
         self.obs_shape = obs_shape(shape, frames)
         self.stack = np.zeros(self.obs_shape, np.uint8)
@@ -192,7 +191,8 @@ class PixelEnv:
     def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
         """(obs, reward, done, episode) as AtariEnv.step: reward is the sum over the repeated frames;
         after done, obs starts the next episode."""
-        obs, reward, terminated, truncated = repeat_action(self.gym_env, int(action), self.frames.skip)
+        obs, reward, terminated, truncated = repeat_action(self.gym_env, env_action(self.action_space, action),
+                                                            self.frames.skip)
         image = self._take(obs)
         if truncated and self.timeout_terminates:
             terminated = False

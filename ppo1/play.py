@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from ppo1 import PPO1Error
+from ppo1.actions import action_nvec, check_actions
 from ppo1.config import Config
 from ppo1.distributed import Comm, say_line
 from ppo1.envs import AtariEnv, EnvOptions, Episode, ProcgenLevels, is_procgen, make_eval_env
@@ -110,9 +111,8 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
     try:
         env = make_eval_env(cfg.env_name, env_seed, render_mode=render_mode,
                             levels=ProcgenLevels.unseen(cfg), options=EnvOptions.of(cfg))  # Procgen: unseen levels
-        if env.num_actions != trained.policy.num_actions:
-            raise PPO1Error(f"checkpoint {trained.path} has {trained.policy.num_actions} actions, "
-                            f"{cfg.env_name} has {env.num_actions}")
+        check_actions(f"checkpoint {trained.path}", (trained.policy.num_actions, trained.policy.nvec), cfg.env_name,
+                      (env.num_actions, action_nvec(env.action_space)))
     except PPO1Error as e:
         error = e
     except Exception as e:  # e.g. no window could be opened for --render

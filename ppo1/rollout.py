@@ -18,7 +18,8 @@ from ppo1.ppo import standardize
 class Batch:
     """A rank's samples of one iteration, flattened (N = T x k), on the policy's device.
 
-    obs (N, 4, 84, 84) uint8 or (N, D) float32; actions (N,) or (N, A); logp, adv, returns (N,);
+    obs (N, 4, 84, 84) uint8 or (N, D) float32; actions (N,) int64 (Discrete), (N, A) float32 (Box) or
+    (N, dims) int64 (MultiDiscrete, MultiBinary); logp, adv, returns (N,);
     values (N,): V_old, the rollout's values (for --clip_vloss; None where not kept).
     `rng` is the rank's generator that shuffles them (its state is checkpointed: a resumed run
     draws the same minibatches).
@@ -65,7 +66,7 @@ class Segment:
     """T steps of k actors. dones[t] is True when step t ended the agent's episode."""
 
     obs: np.ndarray         # (T, k, 4, 84, 84) uint8 (Atari) or (T, k, D) float32: observation before step t
-    actions: np.ndarray     # (T, k) int64 (discrete) or (T, k, A) float32 (Box)
+    actions: np.ndarray     # (T, k) int64 (Discrete), (T, k, A) float32 (Box) or (T, k, dims) int64 (MultiDiscrete)
     logp: np.ndarray        # (T, k) float32: log pi_old(a_t | s_t)
     values: np.ndarray      # (T, k) float32: V_old(s_t)
     rewards: np.ndarray     # (T, k) float32 (clipped when training)

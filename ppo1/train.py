@@ -15,6 +15,7 @@ import torch
 
 from ppo1 import PPO1Error, checkpoint, runlock
 from ppo1 import device as devices
+from ppo1.actions import action_nvec
 from ppo1.advantages import RewardNormalizer, gae
 from ppo1.bounds import check_batch_memory
 from ppo1.checkpoint import RankState, TrainState
@@ -186,7 +187,8 @@ class Trainer:
         for p in problems:
             self.log(f"ppo1: warning: {p}; using an older checkpoint")
         if saved is not None:
-            checkpoint.validate(saved, self.config, self.venv.num_actions, self.n_actors, self.venv.obs.shape[1:])
+            checkpoint.validate(saved, self.config, self.venv.num_actions, self.n_actors, self.venv.obs.shape[1:],
+                                action_nvec(self.venv.action_space))
             self.log(f"ppo1: resuming from {path} (iteration {saved.iteration}, {saved.timesteps} steps)")
         return saved, path
 
@@ -196,8 +198,10 @@ class Trainer:
         everywhere; then the loop's collector, logs and clocks."""
         cfg, comm = self.config, self.comm
         # model, optimizer and ranks: filled at each save
+        nvec = action_nvec(self.venv.action_space)
         self.state = TrainState(model={}, config=cfg.to_dict(), num_actions=self.venv.num_actions,
-                                n_actors=self.n_actors, obs_shape=list(self.venv.obs.shape[1:]))
+                                n_actors=self.n_actors, obs_shape=list(self.venv.obs.shape[1:]),
+                                action_nvec=None if nvec is None else list(nvec))
         obs, error = self.venv.reset(), None
         try:  # a checkpoint whose contents do not fit is one line on every rank, not a traceback
             if saved is not None:

@@ -5,8 +5,10 @@ A size x size RGB image (uint8) on an 8 x 8 grid of cells: the agent is a gray c
 one. Discrete(4) actions move the agent up, down, left or right (walls stop it); reaching the goal pays +1
 and terminates the episode; after `max_steps` steps the episode is truncated (a time limit, not a death).
 
-    make_env(size=32, max_steps=50, multibinary=False, render_mode=None)   the factory
+    make_env(size=32, max_steps=50, multibinary=False, render_mode=None)   the factory (MultiBinary(4): argmax)
     make_dict_env(size=32, ...)                                            its image in a Dict, beside a vector
+    make_multidiscrete_env(size=32, ...)                                   MultiDiscrete([4, 2]): (move, go)
+    make_tuple_env(size=32, ...)                                           Tuple actions (not trained by ppo1)
     PixelSquare-v0                                                          the id registered on import
 """
 from __future__ import annotations
@@ -76,9 +78,36 @@ class WithSteps(gymnasium.ObservationWrapper):
         return {"steps": np.array([self.env.unwrapped.steps], np.float32), "screen": image}
 
 
+class MultiDiscreteSquare(PixelSquare):
+    """PixelSquare with MultiDiscrete([4, 2]) actions (direction, go): the agent moves only where go is 1."""
+
+    def __init__(self, size: int = 32, **kwargs):
+        super().__init__(size=size, **kwargs)
+        self.action_space = gymnasium.spaces.MultiDiscrete([4, 2])
+
+    def step(self, action):
+        direction, go = (int(a) for a in action)
+        if go:
+            return super().step(direction)
+        self.steps += 1
+        return self._image(), 0.0, False, self.steps >= self.max_steps, {}
+
+
+def make_multidiscrete_env(size: int = 32, **kwargs) -> MultiDiscreteSquare:
+    """The factory of a MultiDiscrete-action env: MultiDiscrete([4, 2]), a direction and whether to move."""
+    return MultiDiscreteSquare(size=size, **kwargs)
+
+
 def make_dict_env(size: int = 32, **kwargs) -> WithSteps:
     """The factory of a Dict-observation env: {"steps": (1,) float32, "screen": the image}."""
     return WithSteps(PixelSquare(size=size, **kwargs))
+
+
+def make_tuple_env(size: int = 32, **kwargs) -> PixelSquare:
+    """PixelSquare with Tuple actions, a space ppo1 does not train."""
+    env = PixelSquare(size=size, **kwargs)
+    env.action_space = gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(4), gymnasium.spaces.Discrete(2)))
+    return env
 
 
 def not_an_env(**kwargs):

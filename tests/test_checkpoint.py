@@ -93,6 +93,21 @@ def test_checkpoint_with_other_action_count_or_actors_is_refused():
         checkpoint.validate(state(1), Config(), 6, 4)
 
 
+def test_a_checkpoint_records_multidiscrete_actions_and_refuses_an_env_of_other_actions(tmp_path):
+    checkpoint.save(str(tmp_path), state(1, action_nvec=[2, 2, 2, 2]), Config())
+    saved = checkpoint.load(str(tmp_path / "latest.pt"))
+    assert saved.action_nvec == [2, 2, 2, 2]
+    checkpoint.validate(saved, Config(), 6, 8, action_nvec=(2, 2, 2, 2))
+    with pytest.raises(PPO1Error, match=r"^checkpoint has actions \[2, 2, 2, 2\] \(MultiDiscrete\), "
+                                        r"PongNoFrameskip-v4 has 6 actions$"):
+        checkpoint.validate(saved, Config(), 6, 8)
+    with pytest.raises(PPO1Error, match=r"has actions \[2, 2, 2, 2\] \(MultiDiscrete\), .* has actions \[3, 3\]"):
+        checkpoint.validate(saved, Config(), 6, 8, action_nvec=(3, 3))
+    assert "action_nvec" not in state(1).to_checkpoint(), "Discrete and Box checkpoints keep their keys"
+    with pytest.raises(PPO1Error, match="is corrupt: 'action_nvec' is 'x', not a list of whole numbers"):
+        checkpoint.TrainState.from_checkpoint({**state(1).to_checkpoint(), "action_nvec": "x"}, "p")
+
+
 def _saved_before_train_state(iteration: int = 3) -> dict:
     """A resumable checkpoint dict exactly as ppo1 wrote it before TrainState (format 1)."""
     rank = {"torch_rng": torch.get_rng_state(), "np_rng": {"bit_generator": "PCG64"}, "py_rng": (3, (1, 2), None),

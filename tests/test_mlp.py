@@ -51,6 +51,38 @@ def test_discrete_mlp_policy_is_two_separate_tanh_networks_with_normc_heads():
     assert a.shape == (5,) and a.dtype == torch.int64 and logp.shape == v.shape == (5,)
 
 
+def test_multidiscrete_mlp_policy_has_one_head_of_sum_nvec_logits_and_integer_vector_actions():
+    policy = build("mlp", gymnasium.spaces.MultiBinary(3), (4,))
+    assert not policy.continuous and policy.nvec == (2, 2, 2) and policy.pi[-1].out_features == 6
+    torch.testing.assert_close(policy.pi[-1].weight.norm(dim=1), torch.full((6,), 0.01))
+    a, logp, v = policy.act(torch.zeros(5, 4))
+    assert a.shape == (5, 3) and a.dtype == torch.int64 and logp.shape == v.shape == (5,)
+    assert policy.action_shape == (3,) and policy.action_dtype == np.int64
+
+
+def test_a_vector_env_gives_multibinary_actions_to_its_env_and_refuses_a_tuple_in_one_line():
+    class Pressed(gymnasium.ActionWrapper):  # CartPole driven by MultiBinary(2): push right when button 1 is down
+        def __init__(self, env):
+            super().__init__(env)
+            self.action_space, self.seen = gymnasium.spaces.MultiBinary(2), []
+
+        def action(self, action):
+            self.seen.append(action)
+            return int(action[1])
+
+    from ppo1.envs import GymEnv
+    wrapped = Pressed(gymnasium.make("CartPole-v1"))
+    env = GymEnv("CartPole-v1", np.random.SeedSequence(0), gym_env=wrapped)
+    env.reset()
+    env.step(np.array([0, 1]))
+    assert env.num_actions == 4 and wrapped.seen[0].dtype == np.int8 and wrapped.seen[0].tolist() == [0, 1]
+    tupled = gymnasium.make("CartPole-v1")
+    tupled.action_space = gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(2), gymnasium.spaces.Discrete(2)))
+    with pytest.raises(PPO1Error, match=r"^--env_name='CartPole-v1' has actions Tuple\(Discrete\(2\), Discrete\(2\)\): "
+                                        "ppo1 trains vector observations with Discrete, MultiDiscrete"):
+        GymEnv("CartPole-v1", np.random.SeedSequence(0), gym_env=tupled)
+
+
 def test_gaussian_policy_has_state_independent_log_std_and_sums_log_probs():
     space = gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float32)
     policy = build("mlp", space, (3,))

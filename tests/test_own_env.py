@@ -162,8 +162,9 @@ def test_an_env_registered_on_import_trains_as_module_colon_id(tmp_path):
     (1, [*FACTORY[:3], '[24]'], "--env_kwargs='[24]' is not a JSON object"),
     (1, [*FACTORY[:3], '{size: 24}'], "--env_kwargs='{size: 24}' is not valid JSON"),
     (1, [*FACTORY[:3], '{"colour": 1}'], "raised TypeError: PixelSquare.__init__() got an unexpected keyword argument"),
-    (2, [*FACTORY[:3], '{"multibinary": true}'], "has actions MultiBinary(4): ppo1 trains image observations with "
-                                                 "Discrete actions"),
+    (2, ["--env_name", "tests.pixelenv:make_tuple_env", "--env_kwargs", '{"size": 24}'],
+     "has actions Tuple(Discrete(4), Discrete(2)): ppo1 trains image observations with Discrete, MultiDiscrete or "
+     "MultiBinary (of one dimension) actions"),
     (1, ["--env_name", "CartPole-v1", "--frame_stack", "2"], "--frame_stack is for image-observation envs"),
 ])
 def test_an_env_that_cannot_be_named_made_or_trained_is_one_line_and_exit_2_on_every_rank(tmp_path, np_, args, message):
@@ -173,6 +174,32 @@ def test_an_env_that_cannot_be_named_made_or_trained_is_one_line_and_exit_2_on_e
     assert len(lines) == 1 and lines[0].startswith("ppo1: error: ") and message in lines[0], r.stderr
     assert "Traceback" not in r.stdout + r.stderr
     assert not (tmp_path / "bad").exists()
+
+
+# ------------------------------------------------------------------------------ MultiBinary, MultiDiscrete actions
+def test_a_multibinary_env_trains_under_mpirun_and_plays_with_sampled_and_greedy_actions(tmp_path):
+    common = ["--checkpoint_dir", str(tmp_path), "--model_name", "mb"]
+    r = run_cli([*TINY, *FACTORY[:3], '{"size": 24, "multibinary": true}', "--frame_size", "24", *common], np_=2)
+    assert r.returncode == 0, r.stderr
+    assert "2 ranks x 2 envs = 4 actors" in r.stdout and "ppo1: done: 512 steps" in r.stdout
+    import torch
+    state = torch.load(tmp_path / "mb" / "latest.pt", weights_only=True)
+    assert (state["num_actions"], state["action_nvec"]) == (8, [2, 2, 2, 2])
+    for greedy in ([], ["--greedy"]):
+        r = run_cli(["--mode", "play", "--episodes", "2", *greedy, *common], np_=2)
+        assert r.returncode == 0, r.stderr
+        assert len(GAME.findall(r.stdout)) == 2 and "ppo1: 2 games: score" in r.stdout, r.stdout
+
+
+def test_a_multidiscrete_env_trains_and_records_a_movie(tmp_path):
+    common = ["--checkpoint_dir", str(tmp_path), "--model_name", "md"]
+    r = run_cli([*TINY, "--env_name", "tests.pixelenv:make_multidiscrete_env", "--env_kwargs", '{"size": 24}',
+                 "--frame_size", "24", "--model_type", "impala", *common])
+    assert r.returncode == 0, r.stderr
+    assert "ppo1: done: 512 steps" in r.stdout
+    r = run_cli(["--mode", "movie", "--greedy", *common])
+    assert r.returncode == 0, r.stderr
+    assert list((tmp_path / "md").glob("tests.pixelenv-make_multidiscrete_env_iter2_*.mp4"))
 
 
 # ------------------------------------------------------------------------------ Dict observations
@@ -226,6 +253,14 @@ def test_a_vizdoom_id_trains_under_mpirun_with_its_frame_skip_and_plays_leaving_
     assert r.returncode == 0, r.stderr
     assert len(GAME.findall(r.stdout)) == 2
     assert not (tmp_path / "_vizdoom.ini").exists(), "ViZDoom's settings file goes to a temporary directory"
+
+
+def test_a_vizdoom_multibinary_id_trains(tmp_path):
+    pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
+    r = run_cli([*TINY, "--env_steps", "256", "--env_name", "VizdoomBasic-MultiBinary-v1", "--frame_size", "42",
+                 "--checkpoint_dir", str(tmp_path / "ck"), "--model_name", "doom-mb"], cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "ppo1: done: 256 steps" in r.stdout
 
 
 def test_a_missing_package_of_a_known_id_names_the_extra_to_install():

@@ -73,3 +73,26 @@ def test_the_collector_records_the_value_of_each_time_limit_cut_episodes_last_ob
     with torch.no_grad():  # the step that cut them was the segment's last: venv.cut still holds their observations
         _, expected = policy.dist(torch.from_numpy(np.stack([venv.cut[0], venv.cut[1]])))
     np.testing.assert_allclose(seg.cut_values[199], expected.numpy(), rtol=1e-6)
+
+
+def test_multidiscrete_actions_are_stored_per_step_as_integer_vectors_and_index_with_their_samples():
+    import gymnasium
+    from ppo1.envs import EnvOptions, make_vec_env
+    from ppo1.pixels import Frames
+    from ppo1.policies import build
+    from ppo1.rollout import Collector
+    torch.manual_seed(0)
+    venv = make_vec_env("tests.pixelenv:make_multidiscrete_env", 2, seed=0, rank=0,
+                        options=EnvOptions('{"size": 24}', Frames(size=24, stack=2)))
+    assert venv.action_space == gymnasium.spaces.MultiDiscrete([4, 2]) and venv.num_actions == 6
+    policy = build("impala", venv.action_space, venv.obs.shape[1:])
+    seg = Collector(venv, policy, 8, venv.reset()).collect()
+    assert seg.actions.shape == (8, 2, 2) and seg.actions.dtype == np.int64
+    assert seg.actions[..., 0].max() < 4 and seg.actions[..., 1].max() < 2
+    seg.advantages, seg.returns = np.zeros((8, 2), np.float32), np.zeros((8, 2), np.float32)
+    b = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=False)
+    assert b.actions.shape == (16, 2) and torch.equal(b.actions[3], torch.from_numpy(seg.actions[1, 1]))
+    with torch.no_grad():
+        torch.testing.assert_close(policy.dist(b.obs)[0].log_prob(b.actions), b.logp)
+    for mb in b.minibatches(4):
+        assert mb.actions.shape == (4, 2)
