@@ -51,8 +51,9 @@ _MODE_FLAGS = {
     "episodes": (("play",), 10, {"type": _whole, "metavar": "N",
                  "help": "play: whole games to play, split over the ranks (default: 10)"}),
     "greedy": (("play", "movie"), False, {"action": "store_true",
-               "help": "play, movie: take the most probable action (argmax) instead of sampling from the "
-                       "policy (sampling is the default, as in ppo1)"}),
+               "help": "play, movie: take the most probable action (argmax; of each dimension for MultiDiscrete "
+                       "and MultiBinary actions) instead of sampling from the policy (sampling is the default, "
+                       "as in ppo1)"}),
     "render": (("play",), False, {"action": "store_true",
                "help": "play: show the game in a window, when a display exists (else headless)"}),
     "max_frames": (("movie",), 0, {"type": _whole, "metavar": "N",
