@@ -52,10 +52,11 @@ def check_action_space(env_name: str, space, box: bool = False) -> None:
 
 
 def env_action(space, action):
-    """What the env's step takes for a policy's action of a Discrete, MultiDiscrete or MultiBinary space: an int
-    (Discrete), or the vector of indices (dims,) in the space's dtype, plus MultiDiscrete's start."""
+    """What the env's step takes for a policy's action (an index per dimension from 0) of a Discrete,
+    MultiDiscrete or MultiBinary space: an int (Discrete), or the vector of indices (dims,) in the space's dtype;
+    either plus the space's `start` (gymnasium's Discrete(n, start=s) and MultiDiscrete(nvec, start=...))."""
     if action_nvec(space) is None:
-        return int(action)
+        return int(action) + int(getattr(space, "start", 0))
     action = np.asarray(action, space.dtype)
     start = getattr(space, "start", None)
     return action if start is None else action + start

@@ -88,3 +88,9 @@ def test_a_model_refuses_actions_of_another_count_or_split():
                                 ((4, None), (4, (2, 2)), "checkpoint has 4 actions, e has actions [2, 2]")]:
         with pytest.raises(PPO1Error, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
             check_actions("checkpoint", saved, "e", now)
+
+
+def test_an_action_index_reaches_the_env_offset_by_the_spaces_start():
+    assert env_action(gymnasium.spaces.Discrete(3, start=-1), 0) == -1
+    assert env_action(gymnasium.spaces.Discrete(3), np.int64(2)) == 2
+    assert env_action(gymnasium.spaces.MultiDiscrete([2, 3], start=[1, -1]), [1, 0]).tolist() == [2, -1]
