@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", help="run name (default: bench-<benchmark>)")
     p.add_argument("--out", help="directory for the PNG and summary (default: results/<run>)")
     p.add_argument("--summary_only", action="store_true", help="only plot and summarise an existing run")
-    p.add_argument("flags", nargs="*", help="after --: more run_atari flags (an A/B variant)")
-    args = p.parse_args(argv)
+    args, flags = p.parse_known_args(argv)  # after --: more run_atari flags (an A/B variant)
+    args.flags = [f for f in flags if f != "--"]
 
     env_id, ranks, envs, steps, extra = BENCHMARKS[args.benchmark]
     ranks, envs = args.np or ranks, args.envs_per_rank or envs

@@ -37,10 +37,13 @@ class Package:
 
 def vizdoom_kwargs() -> dict:
     """ViZDoom writes its settings file into the working directory unless told where, and two processes
-    creating it at once can crash: each env gets its own, in a temporary directory removed at exit."""
+    creating it at once can crash: each env gets its own, in a temporary directory removed at exit. It also
+    makes `./_vizdoom/`, and one of two processes that race to make it crashes: it is made here first."""
     import atexit
+    import os
     import shutil
     import tempfile
+    os.makedirs("_vizdoom", exist_ok=True)
     directory = tempfile.mkdtemp(prefix="ppo1-vizdoom-")
     atexit.register(shutil.rmtree, directory, True)
     return {"doom_config_path": f"{directory}/vizdoom.ini"}
