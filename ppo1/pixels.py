@@ -159,8 +159,6 @@ class PixelEnv:
         except PPO1Error:
             self.gym_env.close()
             raise
-        # A known package whose time limit also sets terminated (ViZDoom): both flags mean a time limit.
-        self.timeout_terminates = bool(ref.package and ref.package.timeout_terminates)
         self.num_actions = head_size(self.action_space)
         shape = image_space(self.observation_space, self.key).shape
         self.obs_shape = obs_shape(shape, frames)
@@ -194,8 +192,6 @@ class PixelEnv:
         obs, reward, terminated, truncated = repeat_action(self.gym_env, env_action(self.action_space, action),
                                                             self.frames.skip)
         image = self._take(obs)
-        if truncated and self.timeout_terminates:
-            terminated = False
         self.ep_return += reward
         self.ep_length += 1
         self._image[:] = image
