@@ -1,0 +1,80 @@
+"""Envs of the own-env family beyond the basic case: MultiBinary and MultiDiscrete actions, and ViZDoom's ids
+by name (the vizdoom extra). A file of its own so that the suite's workers share the own-env tests."""
+import json
+import re
+
+import numpy as np
+import pytest
+
+from conftest import TINY, run_cli
+from ppo1.pixels import Frames, PixelEnv
+
+FACTORY = ["--env_name", "tests.pixelenv:make_env", "--env_kwargs", '{"size": 24}']
+GAME = re.compile(r"^game \d+/\d+: score (\S+), (\d+) agent steps", re.M)
+
+
+# ------------------------------------------------------------------------------ MultiBinary, MultiDiscrete actions
+def test_a_multibinary_env_trains_under_mpirun_and_plays_with_sampled_and_greedy_actions(tmp_path):
+    common = ["--checkpoint_dir", str(tmp_path), "--model_name", "mb"]
+    r = run_cli([*TINY, *FACTORY[:3], '{"size": 24, "multibinary": true}', "--frame_size", "24", *common], np_=2)
+    assert r.returncode == 0, r.stderr
+    assert "2 ranks x 2 envs = 4 actors" in r.stdout and "ppo1: done: 512 steps" in r.stdout
+    import torch
+    state = torch.load(tmp_path / "mb" / "latest.pt", weights_only=True)
+    assert (state["num_actions"], state["action_nvec"]) == (8, [2, 2, 2, 2])
+    for greedy in ([], ["--greedy"]):  # one process: the ranks' play is test_play's
+        r = run_cli(["--mode", "play", "--episodes", "2", *greedy, *common])
+        assert r.returncode == 0, r.stderr
+        assert len(GAME.findall(r.stdout)) == 2 and "ppo1: 2 games: score" in r.stdout, r.stdout
+
+
+def test_a_multidiscrete_env_trains_and_records_a_movie(tmp_path):
+    common = ["--checkpoint_dir", str(tmp_path), "--model_name", "md"]
+    r = run_cli([*TINY, "--env_name", "tests.pixelenv:make_multidiscrete_env", "--env_kwargs", '{"size": 24}',
+                 "--frame_size", "24", "--model_type", "impala", *common])
+    assert r.returncode == 0, r.stderr
+    assert "ppo1: done: 512 steps" in r.stdout
+    r = run_cli(["--mode", "movie", "--greedy", *common])
+    assert r.returncode == 0, r.stderr
+    assert list((tmp_path / "md").glob("tests.pixelenv-make_multidiscrete_env_iter2_*.mp4"))
+
+
+# ------------------------------------------------------------------------------ ViZDoom
+def test_vizdoom_ends_an_episode_at_its_timeout_as_terminal_its_last_screen_being_blank():
+    pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
+    from ppo1.envref import resolve
+    env = PixelEnv(resolve("VizdoomBasic-v1"), np.random.SeedSequence(0), Frames(skip=4))
+    try:
+        assert env.key == "screen" and env.obs_shape == (4, 84, 84)
+        env.reset()
+        for _ in range(100):  # MOVE_LEFT only: the monster lives until the 300-tic timeout (75 steps of 4)
+            obs, _reward, done, episode = env.step(0)
+            if done:
+                break
+        assert episode is not None and episode.length == 75
+        assert not episode.truncated and env.cut_obs is None, "no bootstrap from a blank screen"
+    finally:
+        env.close()
+
+
+def test_a_vizdoom_id_trains_under_mpirun_with_its_frame_skip_and_plays_leaving_no_settings_file(tmp_path):
+    pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
+    ck = tmp_path / "ck"
+    r = run_cli([*TINY, "--env_name", "VizdoomBasic-v1", "--checkpoint_dir", str(ck), "--model_name", "doom"],
+                np_=2, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    config = json.loads((ck / "doom" / "config.json").read_text())
+    assert (config["frame_skip"], config["preset"]) == (4, "paper")
+    r = run_cli(["--mode", "play", "--episodes", "2", "--checkpoint_dir", str(ck), "--model_name", "doom"], np_=2,
+                cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert len(GAME.findall(r.stdout)) == 2
+    assert not (tmp_path / "_vizdoom.ini").exists(), "ViZDoom's settings file goes to a temporary directory"
+
+
+def test_a_vizdoom_multibinary_id_trains(tmp_path):
+    pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
+    r = run_cli([*TINY, "--env_steps", "256", "--env_name", "VizdoomBasic-MultiBinary-v1", "--frame_size", "42",
+                 "--checkpoint_dir", str(tmp_path / "ck"), "--model_name", "doom-mb"], cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "ppo1: done: 256 steps" in r.stdout
