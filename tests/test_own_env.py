@@ -4,7 +4,6 @@ The env is tests/pixelenv.py."""
 import json
 import re
 
-import cv2
 import numpy as np
 import pytest
 
