@@ -34,6 +34,10 @@ setup(
         # examples/pokemon_emerald.py: a GBA emulator (mGBA) with pygba's game wrappers; the mgba wheel
         # needs Debian's libmgba0.10 (apt-get install libmgba0.10)
         "gba": ["pygba>=0.2", "mgba>=0.10", "pillow"],
+        # --env_name stable_retro:make --env_kwargs '{"game": "Airstriker-Genesis-v0", ...}': Genesis, SNES,
+        # NES, Atari 2600 ... emulators (libretro cores in the wheel) with the free Airstriker ROM; from 1.0 its
+        # import name is stable_retro (retro is a deprecated alias) and its game names end in -v0
+        "retro": ["stable-retro>=1.0,<2"],
         # `python -m bench.throughput --compare sb3`; needs no other torch than the one installed
         "bench": ["stable-baselines3>=2.3,<3"],
     },
