@@ -14,7 +14,7 @@ import traceback
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
-from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES,
+from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, REWARD_CLIPS,
                          PRECISIONS, Config)
 from ppo1.presets import PRESET_HELP, PRESETS, preset_values
 from ppo1.launch import HeldInterrupt, say_error_before_mpi, say_interrupted_while_starting
@@ -97,7 +97,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "PPO hyperparameters": (
         "timesteps_per_actorbatch", "optim_epochs", "optim_batchsize", "optim_stepsize", "anneal_lr",
         "adam_epsilon", "lr_warmup", "target_kl", "epsilon", "anneal_clip", "gamma", "lam", "ent_coef",
-        "anneal_ent", "vf_coef", "clip_vloss", "adv_norm", "max_grad_norm", "norm_reward"),
+        "anneal_ent", "vf_coef", "clip_vloss", "adv_norm", "max_grad_norm"),
+    "rewards and episodes": ("clip_reward", "reward_scale", "norm_reward", "episode_life", "max_episode_steps"),
     "network": ("model_type", "init", "frame_norm", "precision", "compile"),
     "parallelism and devices": ("np", "envs_per_rank", "num_threads", "device", "deterministic",
                                 "sync_check_interval", "watchdog_timeout"),
@@ -108,7 +109,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 _CHOICES = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "precision": PRECISIONS,
-            "frame_norm": FRAME_NORMS, "distribution_mode": DISTRIBUTION_MODES,
+            "frame_norm": FRAME_NORMS, "distribution_mode": DISTRIBUTION_MODES, "clip_reward": REWARD_CLIPS,
             "preset": (*PRESETS, "mujoco", "procgen")}
 
 

@@ -17,6 +17,7 @@ INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
 PRECISIONS = ("fp32", "bf16")
 FRAME_NORMS = ("scale", "center")
+REWARD_CLIPS = ("auto", "sign", "none")
 DISTRIBUTION_MODES = ("easy", "hard", "extreme", "memory", "exploration")  # Procgen's
 
 # Settings of the machine, not of the run: a resumed run takes them from its command line (or the
@@ -141,6 +142,21 @@ class Config:
         "value loss as baselines ppo2 and CleanRL --clip-vloss: the larger of (V - R)^2 and (V_clipped "
         "- R)^2, V_clipped = V_old + clip(V - V_old, -eps, eps) around the rollout's values at the "
         "iteration's clip parameter eps; off = the paper's plain (V - R)^2")
+    clip_reward: str = setting("auto",
+        "training rewards: sign (-1, 0 or +1: DeepMind's Atari setting), none (the env's own) or auto (sign for "
+        "Atari games, none for every other env); before --reward_scale and --norm_reward. Episode scores are "
+        "always the env's own")
+    reward_scale: float = setting(1.0,
+        "training rewards are multiplied by this, after --clip_reward and before --norm_reward (e.g. 0.01 "
+        "for a game that pays hundreds of points per event)")
+    episode_life: bool = setting(True,
+        "Atari: a lost life ends the agent's episode, as DeepMind's EpisodicLife (its value does not "
+        "bootstrap past a death); --no-episode_life: only the game's end does. Play and movie always play "
+        "whole games")
+    max_episode_steps: int = setting(0,
+        "envs other than Atari and Procgen: cut each episode after this many agent steps, as a time limit "
+        "(training bootstraps from the value of its last observation; play and movie cut there too); 0 = "
+        "only the env's own limit")
     norm_reward: bool = setting(False,
         "divide rewards by the standard deviation of the actors' running discounted returns (all ranks' "
         "statistics), clipped to +-10, as baselines VecNormalize and the Procgen paper; off = raw "
@@ -185,6 +201,10 @@ class Config:
     def clip_param(self, alpha: float) -> float:
         """The clip parameter at annealing factor alpha."""
         return self.epsilon * alpha if self.anneal_clip else self.epsilon
+
+    def sign_rewards(self, family: str) -> bool:
+        """Whether training clips the rewards of an env of `family` (ppo1.envs.env_family) to their sign."""
+        return self.clip_reward == "sign" or (self.clip_reward == "auto" and family == "atari")
 
     def ent_coef_at(self, alpha: float) -> float:
         """The entropy coefficient c2 at annealing factor alpha."""
@@ -260,6 +280,10 @@ class Config:
                 bad(name, "a whole number from 1 to 64")
         if not isinstance(self.frame_size, int) or not 0 <= self.frame_size <= 1024:
             bad("frame_size", "a whole number from 0 (the env's own size) to 1024")
+        if not finite("reward_scale") > 0.0:
+            bad("reward_scale", "> 0")
+        if not isinstance(self.max_episode_steps, int) or self.max_episode_steps < 0:
+            bad("max_episode_steps", "a whole number >= 0 (0 = the env's own limit)")
         for name in ("num_levels", "start_level"):
             if not isinstance(getattr(self, name), int) or not 0 <= getattr(self, name) < 2**31:
                 bad(name, "a whole number >= 0")
@@ -274,6 +298,8 @@ class Config:
             bad("frame_norm", "scale with --model_type mlp (its observations have their own running mean/std)")
         if self.distribution_mode not in DISTRIBUTION_MODES:
             bad("distribution_mode", f"one of {', '.join(DISTRIBUTION_MODES)}")
+        if self.clip_reward not in REWARD_CLIPS:
+            bad("clip_reward", f"one of {', '.join(REWARD_CLIPS)}")
         if self.adv_norm not in ADV_NORMS:
             bad("adv_norm", f"one of {', '.join(ADV_NORMS)}")
         if self.preset not in PRESETS and self.preset not in ("mujoco", "procgen"):

@@ -5,8 +5,8 @@ emulator (`ale_py.ALEInterface`) directly, so no RGB frame is built for the 3 of
 
     reset: 1..30 random no-ops, then FIRE (where the game has it)
     step:  repeat the action for 4 frames, max over the last two frames, grayscale, 84x84 (INTER_AREA)
-    train: a lost life ends the agent's episode (not the game) and starts the frame stack afresh;
-           rewards are sign-clipped
+    train: a lost life ends the agent's episode (not the game) and starts the frame stack afresh
+           (--no-episode_life: only the game's end does); the trainer sign-clips the rewards (--clip_reward)
     obs:   the last 4 frames, oldest first: (4, 84, 84) uint8 (the first frame repeated at a start)
 
 Episode statistics are always those of the real game: all lives, unclipped score, real length.
@@ -271,14 +271,14 @@ class Episode:
 class AtariEnv:
     """One Atari game with the DeepMind preprocessing; see the module docstring.
 
-    `training=True` gives the training semantics (life loss ends the agent's episode, clipped
-    rewards); `training=False` plays whole games with raw scores, as play and movie do.
+    `episode_life=True` (training's default) ends the agent's episode at a lost life; `episode_life=False`
+    plays whole games, as play and movie do. Rewards are always the game's own (training clips them).
     """
 
-    def __init__(self, env_id: str, seed: np.random.SeedSequence, training: bool = True,
+    def __init__(self, env_id: str, seed: np.random.SeedSequence, episode_life: bool = True,
                  render_mode: str | None = None):
         self.env_id = env_id
-        self.training = training
+        self.episode_life = episode_life
         self.gym_env = make_ale_env(env_id, render_mode=render_mode)
         ale_seed, noop_seed = seed.spawn(2)
         self.gym_env.reset(seed=int(ale_seed.generate_state(1)[0] % (2**31 - 1)))
@@ -360,8 +360,8 @@ class AtariEnv:
     def step(self, action: int) -> tuple[np.ndarray, float, bool, Episode | None]:
         """Take one agent step.
 
-        Returns (obs, reward, done, episode): reward is sign-clipped when training; done is True
-        when the agent's episode ended (a lost life when training, else game over); episode is the
+        Returns (obs, reward, done, episode): reward is the game's own; done is True when the agent's
+        episode ended (a lost life with episode_life, else game over); episode is the
         finished real game or None. When done, `obs` is already the first observation of what
         follows (auto-reset). As in baselines, a game cut by the 108,000-frame limit counts as done.
         """
@@ -369,7 +369,7 @@ class AtariEnv:
         self.ep_return += reward
         self.ep_length += 1
         lives = self.ale.lives()
-        life_lost = self.training and 0 < lives < self.lives
+        life_lost = self.episode_life and 0 < lives < self.lives
         self.lives = lives
         episode = None
         if over:
@@ -383,8 +383,6 @@ class AtariEnv:
         else:
             self._push(self._frame())
             obs = self.stack
-        if self.training:
-            reward = float(np.sign(reward))
         return obs, reward, over or life_lost, episode
 
     def get_state(self) -> dict:
@@ -466,8 +464,8 @@ class VecEnv:
 class VecAtari(VecEnv):
     """k AtariEnvs of one rank: obs (k, 4, 84, 84) uint8."""
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, training: bool = True):
-        super().__init__([AtariEnv(env_id, env_seed(seed, rank, i), training=training) for i in range(num_envs)],
+    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, episode_life: bool = True):
+        super().__init__([AtariEnv(env_id, env_seed(seed, rank, i), episode_life=episode_life) for i in range(num_envs)],
                          np.uint8)
 
 
@@ -478,14 +476,15 @@ class GymEnv:
     No preprocessing besides float32 observations and Box actions clipped to their bounds (MultiDiscrete and
     MultiBinary actions: integer vectors, ppo1.actions.env_action); rewards
     are not clipped; an episode ends when the env terminates or is truncated, and the env is reset at
-    once. An episode cut by a time limit (truncated, not terminated) leaves its last observation in
+    once (or after --max_episode_steps steps). An episode cut by a time limit (truncated, not terminated) leaves its last observation in
     `cut_obs` for that step, so training bootstraps from its value. The episode statistics are the
     env's own returns and lengths.
     """
 
     def __init__(self, env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
-                 env_kwargs: str = "{}", gym_env=None):
-        """gym_env: the env already made (by make_gym_env), else it is made from env_id and env_kwargs."""
+                 env_kwargs: str = "{}", gym_env=None, max_episode_steps: int = 0):
+        """gym_env: the env already made (by make_gym_env), else it is made from env_id and env_kwargs;
+        max_episode_steps: a time limit in steps (0 = the env's own)."""
         from ppo1.envref import resolve
         gymnasium = load_gymnasium()
         if gym_env is None:
@@ -508,6 +507,7 @@ class GymEnv:
         self.obs_shape = tuple(self.observation_space.shape)
         self._box = isinstance(self.action_space, gymnasium.spaces.Box)
         self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
+        self.max_episode_steps = max_episode_steps
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         self.cut_obs: np.ndarray | None = None  # the last observation of an episode the last step cut
 
@@ -525,6 +525,7 @@ class GymEnv:
         obs, reward, terminated, truncated, _ = self.gym_env.step(a)
         self.ep_return += float(reward)
         self.ep_length += 1
+        truncated = truncated or time_limit(self.ep_length, self.max_episode_steps)
         episode = None
         self.cut_obs = np.asarray(obs, np.float32) if truncated and not terminated else None
         if terminated or truncated:
@@ -563,19 +564,27 @@ def offscreen(render_mode: str | None) -> None:
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic control) likewise
 
 
+def time_limit(length: int, max_episode_steps: int) -> bool:
+    """Whether an episode of `length` steps has reached --max_episode_steps (0 = no limit of ppo1's)."""
+    return 0 < max_episode_steps <= length
+
+
 @dataclasses.dataclass(frozen=True)
 class EnvOptions:
     """What makes an env besides its name: --env_kwargs (a JSON object string, for envs other than Atari and
-    Procgen) and the image preprocessing of the `pixels` family (ppo1.pixels.Frames; None = its defaults)."""
+    Procgen), the image preprocessing of the `pixels` family (ppo1.pixels.Frames; None = its defaults),
+    --max_episode_steps (other than Atari and Procgen) and --episode_life (Atari training)."""
 
     env_kwargs: str = "{}"
     frames: Any = None
+    max_episode_steps: int = 0
+    episode_life: bool = True
 
     @classmethod
     def of(cls, config) -> "EnvOptions":
         """The run's options, from its Config."""
         from ppo1.pixels import Frames
-        return cls(config.env_kwargs, Frames.of(config))
+        return cls(config.env_kwargs, Frames.of(config), config.max_episode_steps, config.episode_life)
 
 
 class VecGym(VecEnv):
@@ -606,8 +615,9 @@ def make_gym_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | N
     gym_env = ref.make(render_mode)
     try:
         if observation_family(gym_env.observation_space, env_id) == "pixels":
-            return PixelEnv(ref, seed, options.frames or Frames(), gym_env=gym_env)
-        return GymEnv(env_id, seed, gym_env=gym_env)
+            return PixelEnv(ref, seed, options.frames or Frames(), gym_env=gym_env,
+                            max_episode_steps=options.max_episode_steps)
+        return GymEnv(env_id, seed, gym_env=gym_env, max_episode_steps=options.max_episode_steps)
     except BaseException:
         gym_env.close()
         raise
@@ -628,7 +638,7 @@ def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, levels: Procg
     if family == "procgen":
         return VecProcgen(env_id, num_envs, seed, rank, levels)
     if family == "atari":
-        return VecAtari(env_id, num_envs, seed, rank)
+        return VecAtari(env_id, num_envs, seed, rank, options.episode_life)
     envs: list = []
     try:
         for i in range(num_envs):
@@ -642,11 +652,11 @@ def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, levels: Procg
 
 def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
                   levels: ProcgenLevels | None = None, options: EnvOptions = EnvOptions()):
-    """One env that plays whole games with real scores: AtariEnv(training=False), ProcgenEnv (on
+    """One env that plays whole games with real scores: AtariEnv(episode_life=False), ProcgenEnv (on
     `levels`: evaluation passes the unseen ones), PixelEnv or GymEnv."""
     family = named_family(env_id, options.env_kwargs)
     if family == "procgen":
         return ProcgenEnv(env_id, seed, levels)
     if family == "atari":
-        return AtariEnv(env_id, seed, training=False, render_mode=render_mode)
+        return AtariEnv(env_id, seed, episode_life=False, render_mode=render_mode)
     return make_gym_env(env_id, seed, render_mode, options)

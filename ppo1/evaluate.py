@@ -2,7 +2,7 @@
 
 `play` and `movie` (and the videos taken during training) are peers that build on this module; none
 of them imports another mode. Games here are whole (all lives, unclipped score, no life-loss resets:
-`AtariEnv(training=False)`); envs with vector observations play their own episodes (`GymEnv`).
+`AtariEnv(episode_life=False)`); envs with vector observations play their own episodes (`GymEnv`).
 Actions are sampled with a generator of their own, so evaluation never moves the global torch RNG
 that training uses.
 """
@@ -192,7 +192,7 @@ def open_game(env_name: str, seed: np.random.SeedSequence, levels: ProcgenLevels
         obs = env.reset()
         return env, obs, env.rgb().shape[:2], env.fps
     if named_family(env_name, options.env_kwargs) == "atari":
-        env = AtariEnv(env_name, seed, training=False)
+        env = AtariEnv(env_name, seed, episode_life=False)
         return env, None, tuple(env.ale.getScreenDims()), FPS
     env = make_eval_env(env_name, seed, render_mode="rgb_array", options=options)
     obs = env.reset()

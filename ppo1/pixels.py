@@ -9,8 +9,8 @@ An observation that is a Box of uint8, (H, W, C) or (H, W), or a Dict holding on
     obs:   the last --frame_stack frames, oldest first: (stack x channels, N, N) uint8, the first frame
            repeated at a start
 
-Rewards are the env's own (not clipped). An episode ends when the env terminates or truncates it, and the
-env is reset at once; an episode cut by a time limit (truncated, not terminated) leaves its last
+Rewards are the env's own (training may clip or scale them: --clip_reward, --reward_scale). An episode ends
+when the env terminates or truncates it, or after --max_episode_steps agent steps, and the env is reset at once; an episode cut by a time limit (truncated, not terminated) leaves its last
 observation in `cut_obs` for that step, so training bootstraps from its value (as GymEnv). Such envs cannot
 be snapshotted: a resumed run starts new episodes. Actions must be Discrete (the CNNs' categorical head),
 MultiDiscrete or MultiBinary (one categorical per dimension; ppo1.actions).
@@ -25,7 +25,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs import Episode
+from ppo1.envs import Episode, time_limit
 from ppo1.envref import EnvRef
 
 
@@ -147,9 +147,10 @@ class PixelEnv:
     (stack x C, N, N) uint8, the env's own rewards, its episodes' returns and lengths (in agent steps)."""
 
     def __init__(self, ref: EnvRef, seed: np.random.SeedSequence, frames: Frames = Frames(),
-                 render_mode: str | None = None, gym_env=None):
+                 render_mode: str | None = None, gym_env=None, max_episode_steps: int = 0):
         self.env_id = ref.name
         self.frames = frames
+        self.max_episode_steps = max_episode_steps  # --max_episode_steps: agent steps (0 = the env's own limit)
         self.gym_env = gym_env if gym_env is not None else ref.make(render_mode)
         self.observation_space = self.gym_env.observation_space
         self.action_space = self.gym_env.action_space
@@ -194,6 +195,7 @@ class PixelEnv:
         image = self._take(obs)
         self.ep_return += reward
         self.ep_length += 1
+        truncated = truncated or time_limit(self.ep_length, self.max_episode_steps)
         self._image[:] = image
         push(self.stack, preprocess(image, self.frames))
         self.cut_obs = self.stack.copy() if truncated and not terminated else None

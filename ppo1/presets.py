@@ -128,6 +128,11 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
     if frame_flags and family != "pixels":
         raise PPO1Error(f"--{frame_flags[0]} is for image-observation envs other than Atari and Procgen, not "
                         f"{env_name} ({'Atari keeps the DeepMind preprocessing' if family == 'atari' else family})")
+    if "episode_life" in given and family != "atari":
+        raise PPO1Error(f"--episode_life is for Atari games (a lost life), not {env_name}")
+    if given.get("max_episode_steps") and family in ("atari", "procgen"):
+        raise PPO1Error(f"--max_episode_steps is for envs other than Atari and Procgen games, not {env_name} "
+                        f"({'Atari cuts a game at 108,000 frames, as baselines' if family == 'atari' else 'its games end by themselves'})")
     if name == "procgen":
         return {"preset": name, **PROCGEN_PRESET}
     if name == "mujoco":

@@ -69,7 +69,7 @@ class Segment:
     actions: np.ndarray     # (T, k) int64 (Discrete), (T, k, A) float32 (Box) or (T, k, dims) int64 (MultiDiscrete)
     logp: np.ndarray        # (T, k) float32: log pi_old(a_t | s_t)
     values: np.ndarray      # (T, k) float32: V_old(s_t)
-    rewards: np.ndarray     # (T, k) float32 (clipped when training)
+    rewards: np.ndarray     # (T, k) float32: the env's own (the trainer then applies --clip_reward, --reward_scale)
     dones: np.ndarray       # (T, k) bool
     last_value: np.ndarray  # (k,) float32: V_old of the observation after the last step
     episodes: list[Episode]  # real games that finished during the segment

@@ -16,12 +16,12 @@ import torch
 from ppo1 import PPO1Error, checkpoint, runlock
 from ppo1 import device as devices
 from ppo1.actions import action_nvec
-from ppo1.advantages import RewardNormalizer, gae
+from ppo1.advantages import RewardNormalizer, gae, shape_rewards
 from ppo1.bounds import check_batch_memory
 from ppo1.checkpoint import RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import EnvOptions, ProcgenLevels, make_vec_env
+from ppo1.envs import EnvOptions, ProcgenLevels, make_vec_env, named_family
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
@@ -128,6 +128,7 @@ class Trainer:
                 hp = Hyper.at(cfg, linear_alpha(t, cfg.env_steps), cfg.envs_per_rank,   # the step size warms
                               warmup_factor(t + cfg.steps_per_iteration(comm.size), cfg.lr_warmup))  # up to its batch's end
                 seg = self.collector.collect()                                   # T x k steps
+                seg.rewards[:] = shape_rewards(seg.rewards, self.sign_rewards, cfg.reward_scale)  # --clip_reward
                 if self.reward_norm is not None:                                 # --norm_reward
                     wd.phase = "reward statistics allreduce"
                     seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, comm.sum)
@@ -170,6 +171,7 @@ class Trainer:
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
                                 init=cfg.init, frame_norm=cfg.frame_norm).to(self.device)
             self.reward_norm = RewardNormalizer(cfg.envs_per_rank, cfg.gamma) if cfg.norm_reward else None
+            self.sign_rewards = cfg.sign_rewards(named_family(cfg.env_name, cfg.env_kwargs) or "")
             if cfg.precision == "bf16":
                 self.policy.autocast_dtype = torch.bfloat16
             self.optimizer = devices.make_adam(self.policy.parameters(), self.device, cfg.optim_stepsize,

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from ppo1.advantages import gae
+from ppo1.advantages import gae, shape_rewards
 
 
 def test_gae_on_a_hand_computed_single_actor_trajectory():
@@ -106,3 +106,12 @@ def test_an_episode_cut_by_a_time_limit_bootstraps_from_its_last_observation_by_
     np.testing.assert_allclose(ret, [[4.0], [7.0]])
     adv, _ = gae(r, v, done, last, 0.5, 1.0)  # terminal: 1 - 4 = -3
     np.testing.assert_allclose(adv, [[-3.0], [-1.0]])
+
+
+def test_training_rewards_are_clipped_to_their_sign_then_scaled_by_hand():
+    r = np.array([[-7.0, 0.0], [0.25, 100.0]], np.float32)
+    np.testing.assert_array_equal(shape_rewards(r, sign=True, scale=1.0), [[-1, 0], [1, 1]])
+    np.testing.assert_allclose(shape_rewards(r, sign=False, scale=0.01), [[-0.07, 0.0], [0.0025, 1.0]], rtol=1e-6)
+    np.testing.assert_allclose(shape_rewards(r, sign=True, scale=0.5), [[-0.5, 0.0], [0.5, 0.5]])
+    assert shape_rewards(r, sign=False, scale=1.0).dtype == np.float32
+    np.testing.assert_array_equal(shape_rewards(r, sign=False, scale=1.0), r)

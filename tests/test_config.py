@@ -194,7 +194,9 @@ def test_step_size_is_warmup_times_alpha_times_optim_stepsize():
 @pytest.mark.parametrize("field,value", [("init", "xavier"), ("adv_norm", "global"), ("max_grad_norm", -1.0),
                                          ("preset", "turbo"), ("anneal_ent", "yes"),
                                          ("lr_warmup", -1), ("lr_warmup", 0.5),
-                                         ("deterministic", "yes"), ("compile", "yes"), ("frame_norm", "mean")])
+                                         ("deterministic", "yes"), ("compile", "yes"), ("frame_norm", "mean"),
+                                         ("clip_reward", "clip"), ("reward_scale", 0.0), ("reward_scale", float("inf")),
+                                         ("max_episode_steps", -1), ("max_episode_steps", 2.5), ("episode_life", 1)])
 def test_new_knobs_refuse_bad_values(field, value):
     with pytest.raises(PPO1Error, match=field):
         dataclasses.replace(Config(), **{field: value}).validate()
@@ -249,3 +251,24 @@ def test_target_kl_and_clip_vloss_are_flags_with_help_saved_in_config_json(tmp_p
 def test_fast_on_many_ranks_of_one_env_keeps_two_samples_in_each_ranks_minibatch():
     assert Config.for_preset("fast", n_ranks=512, envs_per_rank=1).optim_batchsize == 2
     assert Config.for_preset("fast", n_ranks=512, envs_per_rank=2).optim_batchsize == 1
+
+
+@pytest.mark.parametrize("env_name,given,match", [
+    ("CartPole-v1", {"episode_life": False}, "--episode_life is for Atari games"),
+    ("PongNoFrameskip-v4", {"max_episode_steps": 1000}, "--max_episode_steps is for envs other than Atari"),
+])
+def test_an_episode_flag_of_another_env_family_is_refused_in_one_line(env_name, given, match):
+    with pytest.raises(PPO1Error, match=match):
+        Config.for_preset(env_name=env_name, **given)
+
+
+def test_rewards_are_sign_clipped_by_default_on_atari_only_and_runs_saved_before_the_reward_flags_keep_that():
+    # auto: Atari's DeepMind sign, every other family the env's own (the trainer resolves it by the family)
+    assert Config.for_preset(env_name="PongNoFrameskip-v4").clip_reward == "auto"
+    assert [Config(clip_reward="auto").sign_rewards(f) for f in ("atari", "pixels", "vector", "procgen")] == [
+        True, False, False, False]
+    assert Config(clip_reward="none").sign_rewards("atari") is False and Config(clip_reward="sign").sign_rewards("pixels")
+    old = {k: v for k, v in Config().to_dict().items()
+           if k not in ("clip_reward", "reward_scale", "episode_life", "max_episode_steps")}
+    cfg = Config.from_dict(old)
+    assert (cfg.clip_reward, cfg.reward_scale, cfg.episode_life, cfg.max_episode_steps) == ("auto", 1.0, True, 0)

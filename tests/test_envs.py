@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from ppo1 import PPO1Error
+from ppo1.advantages import shape_rewards
 from ppo1.envs import AtariEnv, VecAtari, env_seed, make_ale_env
 
 
@@ -46,22 +47,23 @@ def test_frame_is_max_of_last_two_screens_resized():
     assert obs[-1].max() > 0
 
 
-def test_training_rewards_are_sign_clipped_but_episode_score_is_raw():
-    env = AtariEnv("SpaceInvadersNoFrameskip-v4", env_seed(0, 0, 0))
+def test_atari_steps_give_the_games_own_rewards_whose_sum_is_the_episode_score():
+    env = AtariEnv("SpaceInvadersNoFrameskip-v4", env_seed(0, 0, 0), episode_life=False)
     env.reset()
     rewards, episode = [], None
     rng = np.random.default_rng(0)
     while episode is None:
         _, r, _, episode = env.step(int(rng.integers(env.num_actions)))
         rewards.append(r)
-    assert set(rewards) <= {-1.0, 0.0, 1.0}
-    assert sum(rewards) > 0
-    # Space Invaders pays 5..30 points per alien: the real score is far above the clipped sum
-    assert episode.ret >= 5 * sum(rewards)
+    assert set(rewards) - {0.0} and set(rewards) <= {0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 200.0}
+    # Space Invaders pays 5..30 points per alien (the reset's no-ops score nothing)
+    assert episode.ret == sum(rewards)
+    clipped = shape_rewards(np.array(rewards, np.float32), sign=True, scale=1.0)  # the trainer's --clip_reward
+    assert set(clipped.tolist()) <= {0.0, 1.0} and episode.ret >= 5 * clipped.sum()
 
 
 def test_life_loss_ends_a_training_episode_but_not_the_game():
-    env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0), training=True)
+    env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0), episode_life=True)
     env.reset()
     dones, games = 0, []
     rng = np.random.default_rng(0)
@@ -77,7 +79,7 @@ def test_life_loss_ends_a_training_episode_but_not_the_game():
 def test_after_a_lost_life_the_frame_stack_starts_afresh_from_one_frame():
     # baselines ppo2 / CleanRL: a lost life is an episode boundary in training, and the next agent episode's
     # stack holds only its own first frame (repeated), never the previous life's frames.
-    env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0), training=True)
+    env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0), episode_life=True)
     env.reset()
     rng = np.random.default_rng(0)
     starts = 0
@@ -89,7 +91,7 @@ def test_after_a_lost_life_the_frame_stack_starts_afresh_from_one_frame():
 
 
 def test_evaluation_env_ends_episodes_only_at_game_over():
-    env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0), training=False)
+    env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0), episode_life=False)
     env.reset()
     rng = np.random.default_rng(0)
     dones, lengths = 0, []
@@ -154,7 +156,7 @@ def test_first_observation_after_a_fire_reset_is_the_max_of_the_last_two_screens
 def test_v5_agent_step_is_4_frames_with_the_minimal_action_set_and_whole_games():
     """ALE/<Game>-v5 skips 4 frames itself; ppo1 asks it for frameskip 1 and skips 4 once: one agent step
     is 4 emulator frames, not 16. The action set is v4's minimal one; play's episodes are whole games."""
-    v4, v5 = (AtariEnv(i, env_seed(0, 0, 0), training=False) for i in ("BreakoutNoFrameskip-v4", "ALE/Breakout-v5"))
+    v4, v5 = (AtariEnv(i, env_seed(0, 0, 0), episode_life=False) for i in ("BreakoutNoFrameskip-v4", "ALE/Breakout-v5"))
     assert v5.action_set == v4.action_set and v5.num_actions == 4
     v5.reset()
     before = v5.ale.getEpisodeFrameNumber()

@@ -10,7 +10,7 @@ import torch
 
 from conftest import run_cli, run_script
 from ppo1 import PPO1Error
-from ppo1.envs import VecGym, make_vec_env
+from ppo1.envs import EnvOptions, VecGym, make_vec_env
 from ppo1.policies import MlpPolicy, RunningMeanStd, build
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -196,3 +196,32 @@ def test_a_time_limit_cut_is_reported_with_the_last_observation_and_a_terminatio
         _, _, dones, _ = cart.step(np.array([0]))
         done = dones[0]
         assert not cart.cut
+
+
+def test_max_episode_steps_cuts_episodes_as_a_time_limit_with_their_last_observation():
+    venv = make_vec_env("CartPole-v1", 1, seed=0, rank=0, options=EnvOptions(max_episode_steps=5))
+    venv.reset()
+    for step in range(10):  # pushed left, the pole falls after about 9 steps: the limit comes first
+        obs, _, dones, eps = venv.step(np.array([0]))
+        assert bool(dones[0]) == (step % 5 == 4) and bool(venv.cut) == (step % 5 == 4)
+        assert [e.length for e in eps] == ([5] if step % 5 == 4 else []) and all(e.truncated for e in eps)
+
+
+def test_a_run_with_a_step_limit_and_scaled_rewards_trains_and_plays_episodes_cut_there(tmp_path):
+    r = run_cli(["--env_name", "CartPole-v1", "--timesteps_per_actorbatch", "256", "--env_steps", "512",
+                 "--max_episode_steps", "8", "--reward_scale", "0.001", "--clip_reward", "none",
+                 "--checkpoint_dir", str(tmp_path), "--model_name", "cp"])
+    assert r.returncode == 0, r.stderr
+    config = json.loads((tmp_path / "cp" / "config.json").read_text())
+    assert (config["max_episode_steps"], config["reward_scale"], config["clip_reward"]) == (8, 0.001, "none")
+    with open(tmp_path / "cp" / "episodes.rank0.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and max(int(row["length"]) for row in rows) == 8 and {float(row["return"]) for row in rows} <= set(
+        range(1, 9)), "the episode scores are the env's own (1 per step), not the scaled rewards"
+    with open(tmp_path / "cp" / "progress.csv") as f:
+        # value targets of 1e-3 per step (at most 8e-3) instead of 1 per step (up to 8: a value loss of about 18)
+        assert max(float(row["vf_loss"]) for row in csv.DictReader(f)) < 1
+    r = run_cli(["--mode", "play", "--episodes", "2", "--checkpoint_dir", str(tmp_path), "--model_name", "cp"])
+    assert r.returncode == 0, r.stderr
+    assert [line for line in r.stdout.splitlines() if line.startswith("game ")] and all(
+        int(line.split("score ")[1].split(",")[0]) <= 8 for line in r.stdout.splitlines() if line.startswith("game "))

@@ -48,7 +48,7 @@ def test_play_takes_the_game_from_the_checkpoint_not_from_flags_or_defaults(brea
 def test_a_breakout_game_played_lasts_through_all_five_lives(breakout_run):
     ck, name, _ = breakout_run
     trained = load_trained(Config(checkpoint_dir=str(ck), model_name=name), {}, Comm(None))
-    env = AtariEnv(trained.config.env_name, np.random.SeedSequence(3), training=False)
+    env = AtariEnv(trained.config.env_name, np.random.SeedSequence(3), episode_life=False)
     generator = generator_for(np.random.SeedSequence(4))
     obs, lives, score, episode = env.reset(), [env.ale.lives()], 0.0, None
     while episode is None:
