@@ -116,15 +116,16 @@ class EnvRef:
 
     def make(self, render_mode: str | None = None):
         """A new gymnasium Env. render_mode goes to gymnasium.make, and to a factory that takes it (a
-        `render_mode` parameter, or **kwargs that do not refuse it); else its env renders as it was made.
+        `render_mode` parameter, or **kwargs that do not refuse it), None too (stable-retro's default is a
+        window); else its env renders as it was made.
         Raises PPO1Error naming the env when it cannot be made or is not a gymnasium Env."""
         import gymnasium
 
         package = self.package
         kwargs = {**(package.make_kwargs() if package and package.make_kwargs else {}), **self.kwargs}
-        if render_mode is not None and "render_mode" not in kwargs and (
-                self.gym_id is not None or _takes(self.factory, "render_mode")):
-            kwargs["render_mode"] = render_mode
+        if "render_mode" not in kwargs and (self.factory is not None and _takes(self.factory, "render_mode")
+                                            or self.gym_id is not None and render_mode is not None):
+            kwargs["render_mode"] = render_mode  # a factory's own default may be "human" (a window)
         try:
             if self.gym_id is not None:
                 env = gymnasium.make(self.gym_id, **kwargs)

@@ -214,7 +214,9 @@ class PixelEnv:
     def fps(self) -> int:
         """Frames per second of a video with one frame per agent step: the env's render_fps (else 30) over
         the frame skip, at least 1."""
-        return max(1, int(self.gym_env.metadata.get("render_fps") or 30) // self.frames.skip)
+        metadata = self.gym_env.metadata  # stable-retro says video.frames_per_second
+        fps = metadata.get("render_fps") or metadata.get("video.frames_per_second") or 30
+        return max(1, int(fps) // self.frames.skip)
 
     def rgb(self) -> np.ndarray:
         """The frame for videos, (H, W, 3) uint8: the env's rgb_array render where it renders so, else its

@@ -13,8 +13,7 @@ from conftest import decode, run_cli
 pytest.importorskip("stable_retro", reason="stable-retro is not installed: pip install -e '.[retro]'")
 
 GAME = "Airstriker-Genesis-v0"
-# render_mode: RetroEnv's default is "human", a pyglet window (no display: a traceback at reset)
-KWARGS = json.dumps({"game": GAME, "render_mode": "rgb_array"})
+KWARGS = json.dumps({"game": GAME})
 ENV = ["--env_name", "stable_retro:make", "--env_kwargs", KWARGS]
 SMALL = ["--envs_per_rank", "1", "--timesteps_per_actorbatch", "64", "--optim_batchsize", "32", "--num_threads",
          "1", "--frame_skip", "4"]
@@ -77,9 +76,7 @@ def test_a_second_emulator_in_one_process_is_one_line_and_exit_2(tmp_path):
     assert "Traceback" not in r.stdout + r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="ppo1.envref.EnvRef.make passes no render_mode to a factory when ppo1 "
-                                       "wants none, so RetroEnv keeps its default 'human' (a window at reset)")
-def test_a_factory_env_made_for_training_opens_no_window():
+def test_a_factory_env_made_for_training_opens_no_window():  # RetroEnv's own default is "human", a window
     from ppo1.envref import resolve
     env = resolve("stable_retro:make", json.dumps({"game": GAME})).make()
     try:
