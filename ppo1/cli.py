@@ -93,7 +93,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "what to train": ("mode", "env_name", "env_kwargs", "preset", "env_steps", "seed", "num_levels", "start_level",
                       "distribution_mode"),
     "image observations (envs other than Atari and Procgen)": ("frame_skip", "frame_size", "frame_gray",
-                                                               "frame_stack", "obs_key"),
+                                                               "frame_stack", "obs_key", "obs_vectors"),
     "PPO hyperparameters": (
         "timesteps_per_actorbatch", "optim_epochs", "optim_batchsize", "optim_stepsize", "anneal_lr",
         "adam_epsilon", "lr_warmup", "target_kl", "epsilon", "anneal_clip", "gamma", "lam", "ent_coef",

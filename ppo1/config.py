@@ -90,7 +90,11 @@ class Config:
         "first (rewards are the env's own, not clipped)")
     obs_key: str = setting("",
         "image-observation envs whose observations are a Dict (ViZDoom's screen and gamevariables): the entry "
-        "holding the image; empty: the Dict's only image entry (its other entries are not used yet)")
+        "holding the image; empty: the Dict's only image entry")
+    obs_vectors: bool = setting(False,
+        "image-observation envs whose observations are a Dict: its numeric entries besides the image "
+        "(ViZDoom's gamevariables) go to the CNN policy beside its image features, normalised by their running "
+        "mean and std (the default of new runs); off: the image alone (runs saved before ppo1 had it)")
     model_type: str = setting("small",
         "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN of "
         "Espeholt et al. 2018: 3 stages of conv, max-pool and 2 residual blocks, 16/32/32 channels, fc 256; "

@@ -100,15 +100,15 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
     """The checkpoint's model, its input and action shapes those of the env `saved` makes. Raises PPO1Error
     when the env now has other observations or actions than the model (its code or kwargs changed)."""
     if is_procgen(saved.env_name):  # fixed observations: no env needed (nor Procgen installed)
-        shape, actions = PROCGEN_SHAPE, state.num_actions
+        shape, actions, vec_dim = PROCGEN_SHAPE, state.num_actions, 0
     else:
         env = make_eval_env(saved.env_name, np.random.SeedSequence(0), options=EnvOptions.of(saved))
-        shape, actions, num_actions = env.obs_shape, env.action_space, env.num_actions
+        shape, actions, num_actions, vec_dim = env.obs_shape, env.action_space, env.num_actions, getattr(env, "vec_dim", 0)
         env.close()
         check_actions(f"checkpoint {path}", (state.num_actions, state.action_nvec), saved.env_name,
                       (num_actions, action_nvec(actions)))
         checkpoint.check_obs_shape(state, shape, saved.env_name)
-    policy = build(saved.model_type, actions, shape, frame_norm=saved.frame_norm)
+    policy = build(saved.model_type, actions, shape, frame_norm=saved.frame_norm, vec_dim=vec_dim)
     try:
         policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
     except RuntimeError as e:  # a checkpoint without obs_shape, of another env

@@ -1,13 +1,18 @@
 """Any gymnasium env with image observations (other than Atari and Procgen), with the AtariEnv interface.
 
 An observation that is a Box of uint8, (H, W, C) or (H, W), or a Dict holding one (its only image entry, or
---obs_key; its other entries are not used yet), becomes what the CNNs read:
+--obs_key), becomes what the CNNs read:
 
     step:  the action repeated --frame_skip times, the rewards summed (fewer where the episode ends first)
     frame: resized to --frame_size x --frame_size (INTER_AREA; 0 keeps the native size), gray (cv2's
            ITU-R 601 luma of RGB) unless --no-frame_gray, channels first
     obs:   the last --frame_stack frames, oldest first: (stack x channels, N, N) uint8, the first frame
            repeated at a start
+    vector: a Dict's numeric entries besides the image (Box, Discrete, MultiDiscrete, MultiBinary: ViZDoom's
+           gamevariables), flattened in the Dict's order to D float32 values, ride in one more channel
+           (their bytes at its start; pack_vector / unpack_vector), so every buffer stays one uint8 array:
+           obs (stack x channels + 1, N, N). The CNN policy reads them beside its image features
+           (--no-obs_vectors: the image alone)
 
 Rewards are the env's own (training may clip or scale them: --clip_reward, --reward_scale). An episode ends
 when the env terminates or truncates it, or after --max_episode_steps agent steps, and the env is reset at once; an episode cut by a time limit (truncated, not terminated) leaves its last
@@ -38,11 +43,14 @@ class Frames:
     gray: bool = True
     stack: int = 4
     key: str = ""  # --obs_key: the image entry of a Dict observation ("" = its only one)
+    vectors: bool = False  # --obs_vectors: a Dict's vector entries go to the network too
 
     @classmethod
     def of(cls, config) -> "Frames":
-        """The run's preprocessing (--frame_skip, --frame_size, --frame_gray, --frame_stack, --obs_key)."""
-        return cls(config.frame_skip, config.frame_size, config.frame_gray, config.frame_stack, config.obs_key)
+        """The run's preprocessing (--frame_skip, --frame_size, --frame_gray, --frame_stack, --obs_key,
+        --obs_vectors)."""
+        return cls(config.frame_skip, config.frame_size, config.frame_gray, config.frame_stack, config.obs_key,
+                   config.obs_vectors)
 
 
 def is_image_space(space) -> bool:
@@ -77,6 +85,46 @@ def image_space(space, obs_key: str = "", env_name: str = ""):
     """The image space of an observation space (itself, or the Dict entry image_key takes)."""
     key = image_key(space, obs_key, env_name)
     return space if key is None else space.spaces[key]
+
+
+def is_vector_space(space) -> bool:
+    """Whether a Dict entry is numbers the network can read beside the image: a numeric Box that is not an
+    image, Discrete, MultiDiscrete or MultiBinary."""
+    import gymnasium
+    spaces = gymnasium.spaces
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
+        return True
+    return isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.number) and not is_image_space(space)
+
+
+def vector_keys(space, key: str | None) -> list[str]:
+    """The vector entries (is_vector_space) of a Dict observation space besides its image entry `key`, in the
+    Dict's order; [] for an image Box."""
+    import gymnasium
+    if not isinstance(space, gymnasium.spaces.Dict):
+        return []
+    return [k for k, s in space.spaces.items() if k != key and is_vector_space(s)]
+
+
+def vector_size(space, keys: list[str]) -> int:
+    """How many numbers the entries `keys` of a Dict space hold together (a Discrete holds one)."""
+    return sum(max(1, int(np.prod(space.spaces[k].shape))) for k in keys)
+
+
+def pack_vector(values: np.ndarray, channel: np.ndarray) -> None:
+    """Write D float32 `values` into the first 4 x D bytes of a uint8 channel (H, W), in place; the rest is 0."""
+    flat = channel.reshape(-1)
+    raw = np.ascontiguousarray(values, np.float32).view(np.uint8)
+    flat[:raw.size] = raw
+    flat[raw.size:] = 0
+
+
+def unpack_vector(obs: np.ndarray, dim: int) -> np.ndarray:
+    """The D = `dim` float32 values packed into the last channel of observations (..., C, H, W) uint8:
+    (..., D) float32."""
+    channel = obs[..., -1, :, :]
+    raw = np.ascontiguousarray(channel.reshape(*channel.shape[:-2], -1)[..., :4 * dim])
+    return raw.view(np.float32)
 
 
 def check_spaces(env_name: str, observation_space, action_space, obs_key: str = "") -> None:
@@ -144,7 +192,8 @@ def repeat_action(env, action, times: int) -> tuple[np.ndarray, float, bool, boo
 
 class PixelEnv:
     """One gymnasium env with image observations, preprocessed as the module docstring says: obs
-    (stack x C, N, N) uint8, the env's own rewards, its episodes' returns and lengths (in agent steps)."""
+    (stack x C, N, N) uint8 (+ 1 channel of packed vector entries: vec_dim > 0), the env's own rewards, its
+    episodes' returns and lengths (in agent steps)."""
 
     def __init__(self, ref: EnvRef, seed: np.random.SeedSequence, frames: Frames = Frames(),
                  render_mode: str | None = None, gym_env=None, max_episode_steps: int = 0):
@@ -162,30 +211,47 @@ class PixelEnv:
             raise
         self.num_actions = head_size(self.action_space)
         shape = image_space(self.observation_space, self.key).shape
-        self.obs_shape = obs_shape(shape, frames)
-        self.stack = np.zeros(self.obs_shape, np.uint8)
+        stack_shape = obs_shape(shape, frames)
+        self.vector_keys = vector_keys(self.observation_space, self.key) if frames.vectors else []
+        self.vec_dim = vector_size(self.observation_space, self.vector_keys)  # 0: the image alone
+        if 4 * self.vec_dim > stack_shape[1] * stack_shape[2]:
+            self.gym_env.close()
+            raise PPO1Error(f"{ref.name}'s observations hold {self.vec_dim} numbers besides the image, more than "
+                            f"one {stack_shape[1]}x{stack_shape[2]} channel carries (4 bytes each): give --no-obs_vectors "
+                            "or a larger --frame_size")
+        self.obs_shape = (stack_shape[0] + 1, *stack_shape[1:]) if self.vec_dim else stack_shape
+        self.obs = np.zeros(self.obs_shape, np.uint8)          # what the policy reads
+        self.stack = self.obs[:stack_shape[0]]                 # the frames (a view of obs)
         self._image = np.zeros(shape, np.uint8)  # the env's last image, for rgb()
         self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         self.cut_obs: np.ndarray | None = None  # the last observation of an episode the last step cut
 
-    def _start(self, image: np.ndarray) -> np.ndarray:
-        """A new episode from its first image: the stack filled with its frame. Returns the stack."""
+    def _start(self, obs) -> np.ndarray:
+        """A new episode from its first observation: the stack filled with its frame. Returns the obs."""
+        image = self._take(obs)
         self._image[:] = image
         frame = preprocess(image, self.frames)
         self.stack[:] = np.tile(frame, (self.frames.stack, 1, 1))
+        self._vector(obs)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
-        return self.stack
+        return self.obs
 
     def _take(self, obs) -> np.ndarray:
         """The image of an env observation (its Dict entry where it is a Dict)."""
         return obs if self.key is None else obs[self.key]
 
+    def _vector(self, obs) -> None:
+        """Pack the vector entries of a Dict observation into the obs's last channel (where it has them)."""
+        if self.vec_dim:
+            values = np.concatenate([np.asarray(obs[k], np.float32).ravel() for k in self.vector_keys])
+            pack_vector(values, self.obs[-1])
+
     def reset(self) -> np.ndarray:
         """Start a new (seeded) episode. Returns obs (stack x C, N, N) uint8, the first frame repeated."""
         obs, _ = self.gym_env.reset(seed=self._seed)
         self.action_space.seed(self._seed)
-        return self._start(self._take(obs))
+        return self._start(obs)
 
     def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
         """(obs, reward, done, episode) as AtariEnv.step: reward is the sum over the repeated frames;
@@ -198,13 +264,14 @@ class PixelEnv:
         truncated = truncated or time_limit(self.ep_length, self.max_episode_steps)
         self._image[:] = image
         push(self.stack, preprocess(image, self.frames))
-        self.cut_obs = self.stack.copy() if truncated and not terminated else None
+        self._vector(obs)
+        self.cut_obs = self.obs.copy() if truncated and not terminated else None
         if not (terminated or truncated):
-            return self.stack, reward, False, None
+            return self.obs, reward, False, None
         episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
                           bool(truncated and not terminated))
         obs, _ = self.gym_env.reset()
-        return self._start(self._take(obs)), reward, True, episode
+        return self._start(obs), reward, True, episode
 
     def get_state(self) -> None:
         """General gymnasium envs cannot be snapshotted: a resumed run starts new episodes."""

@@ -158,13 +158,21 @@ class CnnPolicy(ActorCritic):
     obs_shape (C, H, W): any channels and size, e.g. Atari's stack of four grayscale frames (4, 84, 84) or
     Procgen's one RGB frame (3, 64, 64); the fully connected layer's inputs follow from it (small and large
     need frames of at least 20x20 and 36x36).
+
+    vec_dim > 0: the observation's last channel carries vec_dim float32 numbers (a Dict observation's vector
+    entries, ppo1.pixels.pack_vector); normalised by their running mean and std (as the MLP's observations),
+    they join the torso's features before both heads.
     """
 
     def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4, init: str = "normc",
                  frame_norm: str = "scale", obs_shape: tuple[int, int, int] | None = None,
-                 nvec: tuple[int, ...] | None = None):
+                 nvec: tuple[int, ...] | None = None, vec_dim: int = 0):
         super().__init__()
         obs_shape = tuple(obs_shape or (in_channels, 84, 84))
+        self.vec_dim = vec_dim
+        if vec_dim:
+            self.vec_rms = RunningMeanStd((vec_dim,))
+            obs_shape = (obs_shape[0] - 1, *obs_shape[1:])  # the image's channels
         in_channels = obs_shape[0]
         # --frame_norm center: the running per-pixel mean of the frames. A stack of 4 frames keeps one
         # mean frame (H, W), updated from each observation's newest frame; any other image is one frame,
@@ -197,14 +205,15 @@ class CnnPolicy(ActorCritic):
         if nvec is not None:  # num_actions = sum(nvec)
             self.nvec, self.action_shape = tuple(nvec), (len(nvec),)
         self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16 (see forward)
-        self.pi = _linear(hidden, num_actions, 0.01)
-        self.vf = _linear(hidden, 1, 1.0)
+        self.pi = _linear(hidden + vec_dim, num_actions, 0.01)
+        self.vf = _linear(hidden + vec_dim, 1, 1.0)
         if init == "orthogonal":
             orthogonal_init_(self, {self.pi: 0.01, self.vf: 1.0})
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """obs (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) -> (logits (B, A) float32, value (B,) float32)."""
-        x = self.torso_input(obs)
+        image = obs[:, :-1] if self.vec_dim else obs
+        x = self.torso_input(image)
         if self.autocast_dtype is not None and torch.is_grad_enabled():
             # --precision bf16, in the update only (the rollouts run without gradients: in fp32, as
             # there a batch of a few frames ran slower in bf16): the torso under autocast, its
@@ -215,7 +224,13 @@ class CnnPolicy(ActorCritic):
             h = h.float()
         else:
             h = self.torso(x)
+        if self.vec_dim:
+            h = torch.cat([h, self.vec_rms.normalize(self.vector(obs))], -1)
         return self.pi(h), self.vf(h).squeeze(-1)
+
+    def vector(self, obs: torch.Tensor) -> torch.Tensor:
+        """The vec_dim float32 numbers packed into the last channel of obs (B, C, H, W) uint8: (B, vec_dim)."""
+        return obs[:, -1].reshape(len(obs), -1)[:, :4 * self.vec_dim].contiguous().view(torch.float32)
 
     def torso_input(self, obs: torch.Tensor) -> torch.Tensor:
         """uint8 frames (B, C, H, W) -> what the torso reads: float32 in [0, 1] (`scale`), less the
@@ -242,8 +257,13 @@ class CnnPolicy(ActorCritic):
         """--frame_norm center: the newest frame of each observation (..., 4, 84, 84) into the running
         mean (each frame is the newest of one observation, so every frame counts once); an unstacked
         image (..., C, H, W) counts whole. Returns whether the policy changed (frames centred)."""
+        changed = False
+        if self.vec_dim:  # the packed vector entries (ppo1.pixels.unpack_vector)
+            from ppo1.pixels import unpack_vector
+            self.vec_rms.update(unpack_vector(obs, self.vec_dim), allreduce_sum)
+            obs, changed = obs[..., :-1, :, :], True
         if not hasattr(self, "frame_rms"):
-            return False
+            return changed
         self.frame_rms.update(obs[..., -1, :, :] if self.stacked else obs, allreduce_sum)
         return True
 
@@ -337,9 +357,10 @@ class MlpPolicy(ActorCritic):
 
 
 def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84), init: str = "normc",
-          frame_norm: str = "scale") -> nn.Module:
+          frame_norm: str = "scale", vec_dim: int = 0) -> nn.Module:
     """The policy of `--model_type` for an action space (or a number of discrete actions) and observations:
-    Discrete, MultiDiscrete or MultiBinary actions (and 1-D Box with `mlp`)."""
+    Discrete, MultiDiscrete or MultiBinary actions (and 1-D Box with `mlp`); vec_dim: numbers packed into the
+    images' last channel (CnnPolicy)."""
     if model_type == "mlp":
         if len(obs_shape) != 1:
             raise PPO1Error(f"--model_type=mlp needs vector observations, not shape {obs_shape}")
@@ -354,6 +375,8 @@ def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84
                             f"{obs_shape[1]}x{obs_shape[2]}: use a larger --frame_size or --model_type impala")
     nvec = None if isinstance(action_space, int) else action_nvec(action_space)
     if nvec is not None:
-        return CnnPolicy(sum(nvec), model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape), nvec=nvec)
+        return CnnPolicy(sum(nvec), model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape), nvec=nvec,
+                         vec_dim=vec_dim)
     num_actions = action_space if isinstance(action_space, int) else int(action_space.n)
-    return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape))
+    return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape),
+                     vec_dim=vec_dim)

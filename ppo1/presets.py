@@ -101,7 +101,7 @@ IMAGE_PRESETS = ("paper", "fast", "cleanrl", "baselines")
 FAMILY_PRESETS = {"atari": IMAGE_PRESETS, "pixels": IMAGE_PRESETS,
                   "vector": ("mujoco",), "procgen": ("procgen",)}
 # The flags of the `pixels` family's preprocessing: refused for the other families.
-FRAME_FLAGS = ("frame_skip", "frame_size", "frame_gray", "frame_stack", "obs_key")
+FRAME_FLAGS = ("frame_skip", "frame_size", "frame_gray", "frame_stack", "obs_key", "obs_vectors")
 
 
 def preset_values(given: dict, n_ranks: int = 1) -> dict:
@@ -143,6 +143,8 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
         raise PPO1Error(f"--preset={name} is for Atari games and other image-observation envs; vector-observation "
                         "envs use --preset mujoco")
     values = {"preset": name, **PRESETS[name]}
+    if family == "pixels":  # a Dict's vector entries reach the network (runs saved before that lack the field)
+        values["obs_vectors"] = True
     if family == "pixels":  # a known package's settings (ViZDoom: 4 tics per action), as if its preset's
         from ppo1.envref import package_of, resolve
         package = package_of(resolve(env_name, given.get("env_kwargs", Config.env_kwargs)).gym_id)

@@ -169,7 +169,7 @@ class Trainer:
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
                                self.venv.obs.itemsize, comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
-                                init=cfg.init, frame_norm=cfg.frame_norm).to(self.device)
+                                init=cfg.init, frame_norm=cfg.frame_norm, vec_dim=self.venv.vec_dim).to(self.device)
             self.reward_norm = RewardNormalizer(cfg.envs_per_rank, cfg.gamma) if cfg.norm_reward else None
             self.sign_rewards = cfg.sign_rewards(named_family(cfg.env_name, cfg.env_kwargs) or "")
             if cfg.precision == "bf16":

@@ -6,11 +6,13 @@ import re
 
 import numpy as np
 import pytest
+import torch
 
 from conftest import TINY, decode, run_cli
 from ppo1 import PPO1Error
 from ppo1.envs import EnvOptions, env_family, env_seed, make_vec_env
 from ppo1.pixels import Frames, PixelEnv, obs_shape, preprocess, push, repeat_action
+from ppo1.policies import build
 
 FACTORY = ["--env_name", "tests.pixelenv:make_env", "--env_kwargs", '{"size": 24}']
 GAME = re.compile(r"^game \d+/\d+: score (\S+), (\d+) agent steps", re.M)
@@ -193,7 +195,40 @@ def test_a_dict_observation_trains_on_its_only_image_entry_unless_obs_key_names_
                  "--frame_size", "0", "--checkpoint_dir", str(tmp_path), "--model_name", "d"])
     assert r.returncode == 0, r.stderr
     state = json.loads((tmp_path / "d" / "config.json").read_text())
-    assert state["obs_key"] == "" and "ppo1: done: 512 steps" in r.stdout
+    assert state["obs_key"] == "" and state["obs_vectors"] and "ppo1: done: 512 steps" in r.stdout
+    saved = torch.load(tmp_path / "d" / "latest.pt", weights_only=True)
+    # 4 gray frames and the channel of the packed step count; its statistics and the heads' extra input saved
+    assert saved["obs_shape"] == [5, 24, 24] and saved["model"]["vec_rms.count"] > 500
+    assert saved["model"]["pi.weight"].shape[1] == 256 + 1
+    r = run_cli(["--mode", "play", "--episodes", "1", "--checkpoint_dir", str(tmp_path), "--model_name", "d"])
+    assert r.returncode == 0 and "ppo1: 1 games: score" in r.stdout, r.stderr
+
+
+def test_a_dicts_vector_entries_ride_in_one_more_channel_and_change_what_the_policy_outputs():
+    from ppo1.envref import resolve
+    from ppo1.pixels import Frames, PixelEnv, pack_vector, unpack_vector
+    channel = np.zeros((24, 24), np.uint8)
+    values = np.array([1.5, -2.25e6, 0.0, 7.0], np.float32)
+    pack_vector(values, channel)
+    np.testing.assert_array_equal(unpack_vector(channel[None, None], 4)[0], values)
+    assert not channel.reshape(-1)[16:].any()
+    ref = resolve("tests.pixelenv:make_dict_env", '{"size": 24}')
+    env = PixelEnv(ref, env_seed(0, 0, 0), Frames(size=0, vectors=True))
+    plain = PixelEnv(ref, env_seed(0, 0, 0), Frames(size=0))
+    assert (env.obs_shape, env.vec_dim, plain.obs_shape, plain.vec_dim) == ((5, 24, 24), 1, (4, 24, 24), 0)
+    obs = env.reset()
+    np.testing.assert_array_equal(obs[:4], plain.reset())
+    assert unpack_vector(obs, 1).tolist() == [0.0]
+    obs, *_ = env.step(0)
+    assert unpack_vector(obs, 1).tolist() == [1.0], "the steps entry after one step"
+    policy = build("small", env.action_space, env.obs_shape, vec_dim=1)
+    early, late = obs.copy(), obs.copy()
+    pack_vector(np.array([40.0], np.float32), late[-1])
+    assert policy.observe(np.stack([early, late]))  # the running statistics of the vector: mean 20.5, std 19.5
+    logits, values = policy(torch.from_numpy(np.stack([early, late])))
+    assert not torch.equal(values[0], values[1]) and not torch.equal(logits[0], logits[1])
+    for e in (env, plain):
+        e.close()
 
 
 def test_a_missing_package_of_a_known_id_names_the_extra_to_install():
