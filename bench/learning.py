@@ -29,7 +29,7 @@ BENCHMARKS = {
     "breakout": ("BreakoutNoFrameskip-v4", 2, 4, 10_000_000, []),
     "cartpole": ("CartPole-v1", 2, 1, 100_000, []),
     "hopper": ("Hopper-v5", 2, 1, 1_000_000, []),
-    # ViZDoom (the vizdoom extra): its ids' own defaults (frame skip 4), 8 actors
+    # ViZDoom (the vizdoom extra): its ids' own defaults (the vizdoom preset, frame skip 4), 8 actors
     "vizdoom-basic": ("VizdoomBasic-v1", 2, 4, 100_000, []),
     "vizdoom-defend-center": ("VizdoomDefendCenter-v1", 2, 4, 300_000, []),
     "vizdoom-health-gathering": ("VizdoomHealthGathering-v1", 2, 4, 300_000, []),

@@ -122,8 +122,8 @@ class Config:
         "1 torch thread per rank and deterministic kernels, so a resumed run is bit-identical")
     preset: str = setting("paper",
         "hyperparameter family applied to every flag not given (Atari and other image-observation envs: paper, "
-        "fast, cleanrl or baselines; vector-observation envs: mujoco, baselines' run_mujoco; procgen:<game> envs: "
-        "procgen, the Procgen paper's easy mode)")
+        "fast, cleanrl, baselines or vizdoom, the default of ViZDoom's ids; vector-observation envs: mujoco, "
+        "baselines' run_mujoco; procgen:<game> envs: procgen, the Procgen paper's easy mode)")
     init: str = setting("normc",
         "weight initialisation: normc (baselines ppo1: Glorot-uniform convolutions, normc linears) or "
         "orthogonal (ppo2, CleanRL, SB3; with --model_type impala its features start ~20x larger)")

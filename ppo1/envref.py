@@ -24,13 +24,15 @@ from ppo1 import PPO1Error
 class Package:
     """A package whose gymnasium ids register when one of its modules is imported, so that its ids can be
     named plainly (`--env_name VizdoomBasic-v1`): the ids' prefix, the module, the pip extra of ppo1 that
-    installs it, its flag defaults for the `pixels` family, and the keyword arguments each env is made with."""
+    installs it, its flag defaults for the `pixels` family, the keyword arguments each env is made with and its
+    default preset."""
 
     prefix: str
     module: str
     extra: str
     defaults: dict
     make_kwargs: Callable[[], dict] | None = None  # keyword arguments of every make, under the user's
+    preset: str = ""  # its default --preset ("" = the family's)
 
 
 def vizdoom_kwargs() -> dict:
@@ -51,7 +53,8 @@ PACKAGES = (
     # published PPO setups (lkiel/rl-doom, sample-factory). Its timeout sets terminated and truncated, and
     # its last screen is blank, so it stays terminal (as in SB3): bootstrapping from the value of a blank
     # screen, which no update ever sees, made the value loss diverge (0.5 to 1e9 in 100k steps of Basic).
-    Package("Vizdoom", "vizdoom.gymnasium_wrapper", "vizdoom", {"frame_skip": 4}, make_kwargs=vizdoom_kwargs),
+    Package("Vizdoom", "vizdoom.gymnasium_wrapper", "vizdoom", {"frame_skip": 4}, make_kwargs=vizdoom_kwargs,
+            preset="vizdoom"),
 )
 
 
