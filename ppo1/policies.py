@@ -160,7 +160,7 @@ class CnnPolicy(ActorCritic):
     need frames of at least 20x20 and 36x36).
 
     vec_dim > 0: the observation's last channel carries vec_dim float32 numbers (a Dict observation's vector
-    entries, ppo1.pixels.pack_vector); normalised by their running mean and std (as the MLP's observations),
+    entries, ppo1.envs.pixels.pack_vector); normalised by their running mean and std (as the MLP's observations),
     they join the torso's features before both heads.
     """
 
@@ -258,8 +258,8 @@ class CnnPolicy(ActorCritic):
         mean (each frame is the newest of one observation, so every frame counts once); an unstacked
         image (..., C, H, W) counts whole. Returns whether the policy changed (frames centred)."""
         changed = False
-        if self.vec_dim:  # the packed vector entries (ppo1.pixels.unpack_vector)
-            from ppo1.pixels import unpack_vector
+        if self.vec_dim:  # the packed vector entries (ppo1.envs.pixels.unpack_vector)
+            from ppo1.envs.pixels import unpack_vector
             self.vec_rms.update(unpack_vector(obs, self.vec_dim), allreduce_sum)
             obs, changed = obs[..., :-1, :, :], True
         if not hasattr(self, "frame_rms"):

@@ -1,5 +1,5 @@
 """A user's own gymnasium env with image observations: named as package.module:callable (with --env_kwargs)
-or module:EnvId, preprocessed by ppo1.pixels, trained, resumed, played and recorded through the real CLI.
+or module:EnvId, preprocessed by ppo1.envs.pixels, trained, resumed, played and recorded through the real CLI.
 The env is tests/pixelenv.py."""
 import json
 import re
@@ -11,7 +11,7 @@ import torch
 from conftest import TINY, decode, run_cli
 from ppo1 import PPO1Error
 from ppo1.envs import EnvOptions, env_family, env_seed, make_vec_env
-from ppo1.pixels import Frames, PixelEnv, obs_shape, preprocess, push, repeat_action
+from ppo1.envs.pixels import Frames, PixelEnv, obs_shape, preprocess, push, repeat_action
 from ppo1.policies import build
 
 FACTORY = ["--env_name", "tests.pixelenv:make_env", "--env_kwargs", '{"size": 24}']
@@ -180,7 +180,7 @@ def test_an_env_that_cannot_be_named_made_or_trained_is_one_line_and_exit_2_on_e
 # ------------------------------------------------------------------------------ Dict observations
 def test_a_dict_observation_trains_on_its_only_image_entry_unless_obs_key_names_another(tmp_path):
     import gymnasium
-    from ppo1.pixels import image_key
+    from ppo1.envs.pixels import image_key
     from tests.pixelenv import make_dict_env
     env = make_dict_env(size=24)
     assert image_key(env.observation_space) == "screen" and image_key(env.observation_space, "screen") == "screen"
@@ -206,7 +206,7 @@ def test_a_dict_observation_trains_on_its_only_image_entry_unless_obs_key_names_
 
 def test_a_dicts_vector_entries_ride_in_one_more_channel_and_change_what_the_policy_outputs():
     from ppo1.envref import resolve
-    from ppo1.pixels import Frames, PixelEnv, pack_vector, unpack_vector
+    from ppo1.envs.pixels import Frames, PixelEnv, pack_vector, unpack_vector
     channel = np.zeros((24, 24), np.uint8)
     values = np.array([1.5, -2.25e6, 0.0, 7.0], np.float32)
     pack_vector(values, channel)

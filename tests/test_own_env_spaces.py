@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import TINY, run_cli
-from ppo1.pixels import Frames, PixelEnv
+from ppo1.envs.pixels import Frames, PixelEnv
 
 FACTORY = ["--env_name", "tests.pixelenv:make_env", "--env_kwargs", '{"size": 24}']
 GAME = re.compile(r"^game \d+/\d+: score (\S+), (\d+) agent steps", re.M)

@@ -78,7 +78,7 @@ def test_the_collector_records_the_value_of_each_time_limit_cut_episodes_last_ob
 def test_multidiscrete_actions_are_stored_per_step_as_integer_vectors_and_index_with_their_samples():
     import gymnasium
     from ppo1.envs import EnvOptions, make_vec_env
-    from ppo1.pixels import Frames
+    from ppo1.envs.pixels import Frames
     from ppo1.policies import build
     from ppo1.rollout import Collector
     torch.manual_seed(0)

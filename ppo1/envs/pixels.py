@@ -1,4 +1,5 @@
-"""Any gymnasium env with image observations (other than Atari and Procgen), with the AtariEnv interface.
+"""The `pixels` family: any gymnasium env with image observations (other than Atari and Procgen), with the
+AtariEnv interface.
 
 An observation that is a Box of uint8, (H, W, C) or (H, W), or a Dict holding one (its only image entry, or
 --obs_key), becomes what the CNNs read:
@@ -30,7 +31,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs import Episode, time_limit
+from ppo1.envs.base import Episode, VecEnv, time_limit
 from ppo1.envref import EnvRef
 
 
@@ -302,3 +303,10 @@ class PixelEnv:
 
     def close(self) -> None:
         self.gym_env.close()
+
+
+class VecPixels(VecEnv):
+    """k PixelEnvs of one rank: obs (k, stack x C (+ 1), N, N) uint8."""
+
+    def __init__(self, envs: list):
+        super().__init__(envs, np.uint8)

@@ -1,0 +1,206 @@
+"""The `atari` family: gymnasium + ale-py games with the DeepMind preprocessing.
+
+The preprocessing of baselines' `make_atari` + `wrap_deepmind`, fused into one class that drives the
+emulator (`ale_py.ALEInterface`) directly, so no RGB frame is built for the 3 of 4 skipped frames:
+
+    reset: 1..30 random no-ops, then FIRE (where the game has it)
+    step:  repeat the action for 4 frames, max over the last two frames, grayscale, 84x84 (INTER_AREA)
+    train: a lost life ends the agent's episode (not the game) and starts the frame stack afresh
+           (--no-episode_life: only the game's end does); the trainer sign-clips the rewards (--clip_reward)
+    obs:   the last 4 frames, oldest first: (4, 84, 84) uint8 (the first frame repeated at a start)
+
+Episode statistics are always those of the real game: all lives, unclipped score, real length.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import cv2
+import numpy as np
+import torch
+
+from ppo1 import PPO1Error
+from ppo1.envs.base import Episode, VecEnv, env_seed, env_spec, load_gymnasium
+from ppo1.envs.procgen import is_procgen
+
+FRAME_SKIP = 4
+FRAME_SIZE = 84
+FRAME_STACK = 4
+NOOP_MAX = 30
+MAX_EPISODE_FRAMES = 108_000
+
+
+def is_atari(env_id: str) -> bool:
+    """True for ids of ale-py's Atari games (which get the DeepMind preprocessing and a CNN)."""
+    if is_procgen(env_id):
+        return False
+    from ppo1.envref import resolve
+    gym_id = resolve(env_id).gym_id  # None for a factory (package.module:callable)
+    return gym_id is not None and str(env_spec(gym_id).entry_point).startswith("ale_py")
+
+
+def make_ale_env(env_id: str, render_mode: str | None = None):
+    """Create the raw gymnasium AtariEnv for `env_id` with frameskip 1 (we skip frames ourselves).
+
+    `<Game>NoFrameskip-v4` keeps its deterministic actions; `ALE/<Game>-v5` keeps its sticky actions
+    (repeat_action_probability 0.25). Raises PPO1Error for an id that is unknown or not an Atari game.
+    """
+    gymnasium = load_gymnasium()
+    if not is_atari(env_id):
+        raise PPO1Error(f"--env_name={env_id!r} is not an Atari game; use an id such as PongNoFrameskip-v4 "
+                        "or ALE/Pong-v5")
+    kwargs: dict[str, Any] = {"frameskip": 1, "max_num_frames_per_episode": MAX_EPISODE_FRAMES}
+    if render_mode is not None:
+        kwargs["render_mode"] = render_mode
+    return gymnasium.make(env_id, disable_env_checker=True, **kwargs).unwrapped
+
+
+class AtariEnv:
+    """One Atari game with the DeepMind preprocessing; see the module docstring.
+
+    `episode_life=True` (training's default) ends the agent's episode at a lost life; `episode_life=False`
+    plays whole games, as play and movie do. Rewards are always the game's own (training clips them).
+    """
+
+    def __init__(self, env_id: str, seed: np.random.SeedSequence, episode_life: bool = True,
+                 render_mode: str | None = None):
+        self.env_id = env_id
+        self.episode_life = episode_life
+        self.gym_env = make_ale_env(env_id, render_mode=render_mode)
+        ale_seed, noop_seed = seed.spawn(2)
+        self.gym_env.reset(seed=int(ale_seed.generate_state(1)[0] % (2**31 - 1)))
+        self.ale = self.gym_env.ale
+        self.action_set = list(self.gym_env._action_set)
+        self.num_actions = len(self.action_set)
+        self.action_space = self.gym_env.action_space
+        self.obs_shape = (FRAME_STACK, FRAME_SIZE, FRAME_SIZE)
+        meanings = self.gym_env.get_action_meanings()
+        self.has_fire = len(meanings) >= 3 and meanings[1] == "FIRE"
+        self.rng = np.random.default_rng(noop_seed)
+        h, w = self.ale.getScreenDims()
+        self._raw = np.zeros((2, h, w), np.uint8)                  # last two grayscale frames
+        self.stack = np.zeros((FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
+        self.lives = 0
+        self.ep_return = 0.0
+        self.ep_length = 0
+        self.ep_start = time.time()
+
+    # ---------------------------------------------------------------- emulator
+    def _skip(self, action: int) -> tuple[float, bool]:
+        """Repeat `action` for 4 frames; grab the last two screens. Returns (raw reward, game over)."""
+        ale, a = self.ale, self.action_set[action]
+        reward = 0.0
+        for i in range(FRAME_SKIP):
+            reward += ale.act(a)
+            if i >= FRAME_SKIP - 2:
+                ale.getScreenGrayscale(self._raw[i - (FRAME_SKIP - 2)])
+            if ale.game_over():  # the screen no longer matters: the game is reset next
+                return reward, True
+        return reward, False
+
+    def _frame(self) -> np.ndarray:
+        """The max over the last two screens, resized to 84x84: (84, 84) uint8."""
+        frame = np.maximum(self._raw[0], self._raw[1])
+        return cv2.resize(frame, (FRAME_SIZE, FRAME_SIZE), interpolation=cv2.INTER_AREA)
+
+    def _push(self, frame: np.ndarray) -> None:
+        self.stack[:-1] = self.stack[1:]
+        self.stack[-1] = frame
+
+    def _internal_step(self, action: int) -> bool:
+        """A step the agent does not choose (reset no-ops/FIRE): counts toward the real score."""
+        r, over = self._skip(action)
+        self.ep_return += r
+        return over
+
+    def _start(self) -> None:
+        """What baselines' EpisodicLife + FireReset do after a lost life: NOOP, then FIRE, RIGHT."""
+        self._internal_step(0)
+        if self.has_fire:
+            self._internal_step(1)
+            self._internal_step(2)
+
+    # ---------------------------------------------------------------- API
+    def reset(self) -> np.ndarray:
+        """Start a new real game. Returns obs (4, 84, 84) uint8, the first frame repeated."""
+        for _attempt in range(10):
+            self.ale.reset_game()
+            self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+            over = False
+            for _ in range(int(self.rng.integers(1, NOOP_MAX + 1))):  # raw-frame no-ops
+                self.ep_return += self.ale.act(self.action_set[0])
+                if over := self.ale.game_over():
+                    break
+            if not over and self.has_fire:
+                over = self._internal_step(1) or self._internal_step(2)
+            if not over:
+                break
+        if not (self.has_fire and not over):
+            # no agent-sized step ran: the first frame is the last screen (baselines' NoopReset)
+            self.ale.getScreenGrayscale(self._raw[0])
+            self._raw[1] = self._raw[0]
+        # else FIRE's 4-frame steps left the last two screens in _raw: their max, as baselines' FireReset
+        self.stack[:] = self._frame()
+        self.lives = self.ale.lives()
+        return self.stack
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, Episode | None]:
+        """Take one agent step.
+
+        Returns (obs, reward, done, episode): reward is the game's own; done is True when the agent's
+        episode ended (a lost life with episode_life, else game over); episode is the
+        finished real game or None. When done, `obs` is already the first observation of what
+        follows (auto-reset). As in baselines, a game cut by the 108,000-frame limit counts as done.
+        """
+        reward, over = self._skip(action)
+        self.ep_return += reward
+        self.ep_length += 1
+        lives = self.ale.lives()
+        life_lost = self.episode_life and 0 < lives < self.lives
+        self.lives = lives
+        episode = None
+        if over:
+            episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
+                              bool(self.ale.game_truncated()))
+            obs = self.reset()
+        elif life_lost:  # a new agent episode: the stack starts afresh from its first frame (CleanRL's
+            self._start()  # FrameStack refills it at the reset that follows a lost life)
+            self.stack[:] = self._frame()
+            obs = self.stack
+        else:
+            self._push(self._frame())
+            obs = self.stack
+        return obs, reward, over or life_lost, episode
+
+    def get_state(self) -> dict:
+        """Everything needed to continue this game exactly: emulator (with its RNG), no-op RNG, frames,
+        lives and the running real-game statistics. Only tensors, bytes and plain values (weights_only-safe)."""
+        return {"ale": self.ale.cloneState(include_rng=True).serialize(),
+                "rng": self.rng.bit_generator.state, "stack": torch.from_numpy(self.stack.copy()),
+                "lives": self.lives, "ep_return": self.ep_return, "ep_length": self.ep_length}
+
+    def set_state(self, state: dict) -> np.ndarray:
+        """Restore what get_state() returned. Returns the current observation (4, 84, 84) uint8."""
+        import ale_py
+        self.ale.restoreState(ale_py.ALEState(state["ale"]))
+        self.rng.bit_generator.state = state["rng"]
+        self.stack[:] = state["stack"].numpy()
+        self.lives, self.ep_return, self.ep_length = state["lives"], state["ep_return"], state["ep_length"]
+        self.ep_start = time.time()
+        return self.stack
+
+    def rgb(self) -> np.ndarray:
+        """The current emulator screen as RGB: (210, 160, 3) uint8."""
+        return self.ale.getScreenRGB()
+
+    def close(self) -> None:
+        self.gym_env.close()
+
+
+class VecAtari(VecEnv):
+    """k AtariEnvs of one rank: obs (k, 4, 84, 84) uint8."""
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, episode_life: bool = True):
+        super().__init__([AtariEnv(env_id, env_seed(seed, rank, i), episode_life=episode_life) for i in range(num_envs)],
+                         np.uint8)

@@ -1,0 +1,111 @@
+"""What every env family shares: gymnasium with the ALE registered, the Episode record of a finished game,
+VecEnv (the k envs of one rank, stepped together), their seeds, time limits and off-screen rendering."""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from ppo1 import PPO1Error
+
+
+def load_gymnasium():
+    """Import gymnasium with the ALE envs registered (ROMs ship inside ale-py)."""
+    import ale_py
+    import gymnasium
+
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)  # no banner on every ROM load
+    gymnasium.register_envs(ale_py)
+    return gymnasium
+
+
+def env_spec(env_id: str):
+    """The gymnasium EnvSpec of `env_id`; PPO1Error naming the id if it is unknown."""
+    gymnasium = load_gymnasium()
+    try:
+        return gymnasium.spec(env_id)
+    except gymnasium.error.Error as e:
+        raise PPO1Error(f"--env_name={env_id!r} is not a known environment id ({e}); "
+                        "use e.g. PongNoFrameskip-v4, ALE/Pong-v5, CartPole-v1, module:EnvId (a package that "
+                        "registers EnvId on import) or package.module:make_env (a factory)") from None
+
+
+def env_seed(seed: int, rank: int, index: int) -> np.random.SeedSequence:
+    """A distinct seed sequence for env `index` of rank `rank` of a run seeded with `seed`."""
+    return np.random.SeedSequence([seed, rank, index])
+
+
+@dataclasses.dataclass
+class Episode:
+    """One finished real game: unclipped score over all lives, length in agent steps, wall time."""
+
+    ret: float
+    length: int
+    time: float
+    truncated: bool = False  # cut by the 108,000-frame limit rather than ended by the game
+
+
+class VecEnv:
+    """k envs of one rank (AtariEnv or GymEnv), stepped together so the policy runs one batched forward pass."""
+
+    def __init__(self, envs: list, obs_dtype):
+        self.envs = envs
+        self.num_envs = len(envs)
+        self.num_actions = envs[0].num_actions
+        self.action_space = envs[0].action_space
+        self.vec_dim = getattr(envs[0], "vec_dim", 0)  # numbers packed into the images' last channel (pixels)
+        self.obs = np.zeros((self.num_envs, *envs[0].obs_shape), obs_dtype)
+        self.cut: dict[int, np.ndarray] = {}
+
+    def reset(self) -> np.ndarray:
+        """Reset all envs. Returns obs (k, *obs_shape) (a buffer reused across calls)."""
+        for i, env in enumerate(self.envs):
+            self.obs[i] = env.reset()
+        return self.obs
+
+    def step(self, actions: np.ndarray):
+        """Step every env with actions (k, ...). Returns (obs (k, *obs_shape), rewards (k,) float32,
+        dones (k,) bool, finished episodes [Episode]). `cut` is then {env index: the last observation}
+        of the episodes this step cut by a time limit (envs with `cut_obs`; Atari's 108,000-frame cut
+        stays terminal, as in baselines)."""
+        k = self.num_envs
+        rewards = np.zeros(k, np.float32)
+        dones = np.zeros(k, bool)
+        episodes = []
+        self.cut = {}
+        for i, env in enumerate(self.envs):
+            self.obs[i], rewards[i], dones[i], ep = env.step(actions[i])
+            if ep is not None:
+                episodes.append(ep)
+            if getattr(env, "cut_obs", None) is not None:
+                self.cut[i] = env.cut_obs
+        return self.obs, rewards, dones, episodes
+
+    def get_state(self) -> list[dict] | None:
+        """Every env's state, or None when the envs cannot be snapshotted (GymEnv)."""
+        states = [env.get_state() for env in self.envs]
+        return None if any(st is None for st in states) else states
+
+    def set_state(self, states: list[dict]) -> np.ndarray:
+        """Restore every env; returns the current observations (k, *obs_shape)."""
+        for i, (env, state) in enumerate(zip(self.envs, states, strict=True)):
+            self.obs[i] = env.set_state(state)
+        return self.obs
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def offscreen(render_mode: str | None) -> None:
+    """Let envs render rgb_array frames without a display (MuJoCo through EGL, pygame's dummy driver)."""
+    if render_mode == "rgb_array":
+        os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo renders off-screen without a display
+        if not os.environ.get("DISPLAY"):
+            os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame (classic control) likewise
+
+
+def time_limit(length: int, max_episode_steps: int) -> bool:
+    """Whether an episode of `length` steps has reached --max_episode_steps (0 = no limit of ppo1's)."""
+    return 0 < max_episode_steps <= length

@@ -1,0 +1,139 @@
+"""The `procgen` family: Procgen games (Cobbe et al., 2020), `--env_name procgen:<game>` where the
+`procgen-gym` package is installed: (3, 64, 64) uint8 RGB observations (one frame, no stacking, no frame
+skip), 15 actions, rewards as the game gives them; training on `num_levels` levels from `start_level`,
+evaluation on the levels after them (ProcgenLevels)."""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from ppo1 import PPO1Error
+from ppo1.envs.base import Episode, VecEnv, env_seed, load_gymnasium
+
+PROCGEN_PREFIX = "procgen:"
+PROCGEN_GAMES = ("bigfish", "bossfight", "caveflyer", "chaser", "climber", "coinrun", "dodgeball", "fruitbot",
+                 "heist", "jumper", "leaper", "maze", "miner", "ninja", "plunder", "starpilot")
+PROCGEN_SHAPE = (3, 64, 64)
+PROCGEN_FPS = 15  # the Procgen games' own frame rate (one frame per agent step)
+PROCGEN_INSTALL = "pip install procgen-gym (Python 3.13 or newer: make venv PYTHON=python3.13)"
+
+
+def is_procgen(env_id: str) -> bool:
+    """True for `procgen:<game>` ids."""
+    return isinstance(env_id, str) and env_id.startswith(PROCGEN_PREFIX)
+
+
+def procgen_game(env_id: str) -> str:
+    """The game of a `procgen:<game>` id; PPO1Error for a game Procgen does not have."""
+    game = env_id[len(PROCGEN_PREFIX):]
+    if game not in PROCGEN_GAMES:
+        raise PPO1Error(f"--env_name={env_id!r} is not a Procgen game: use procgen:<game> with one of "
+                        f"{', '.join(PROCGEN_GAMES)}")
+    return game
+
+
+def load_procgen(env_id: str):
+    """gymnasium with the Procgen games registered; PPO1Error naming what to install when they are not."""
+    procgen_game(env_id)
+    gymnasium = load_gymnasium()
+    try:
+        import procgen_gym  # noqa: F401  registers procgen_gym/procgen-<game>-v0
+    except ImportError:
+        raise PPO1Error(f"--env_name={env_id!r} needs the Procgen games, which are not installed: "
+                        f"{PROCGEN_INSTALL}") from None
+    return gymnasium
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcgenLevels:
+    """Which Procgen levels an env draws: `num_levels` from `start_level` (0 = every level), in
+    `distribution_mode` (easy, hard, ...)."""
+
+    num_levels: int = 0
+    start_level: int = 0
+    distribution_mode: str = "easy"
+
+    @classmethod
+    def training(cls, config) -> "ProcgenLevels":
+        """The run's training levels (--num_levels from --start_level)."""
+        return cls(config.num_levels, config.start_level, config.distribution_mode)
+
+    @classmethod
+    def unseen(cls, config) -> "ProcgenLevels":
+        """Evaluation: every level after the training ones (the Procgen paper's test levels); all
+        levels when training used all (--num_levels 0)."""
+        if config.num_levels == 0:
+            return cls.training(config)
+        return cls(0, config.start_level + config.num_levels, config.distribution_mode)
+
+
+class ProcgenEnv:
+    """One Procgen game with the AtariEnv interface: obs (3, 64, 64) uint8 (CHW), raw rewards, an
+    episode ends when the game does (the level is won or lost, or its time runs out) and a new level
+    starts at once. Episode statistics are the game's returns and lengths."""
+
+    def __init__(self, env_id: str, seed: np.random.SeedSequence, levels: ProcgenLevels | None = None):
+        gymnasium = load_procgen(env_id)
+        levels = levels or ProcgenLevels()
+        self.env_id = env_id
+        self.levels = levels
+        self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
+        try:
+            self.gym_env = gymnasium.make(f"procgen_gym/procgen-{procgen_game(env_id)}-v0", num_levels=levels.num_levels,
+                                          start_level=levels.start_level, distribution_mode=levels.distribution_mode,
+                                          rand_seed=self._seed)
+        except OSError as e:  # its C++ library loads with ctypes: a system library it links is missing
+            raise PPO1Error(f"--env_name={env_id!r}: Procgen's game library cannot load ({e}); it needs the "
+                            f"system's libGL and glib (Debian/Ubuntu: apt-get install libgl1 libglib2.0-0)") from None
+        self.action_space = self.gym_env.action_space
+        self.num_actions = int(self.action_space.n)
+        self.obs_shape = PROCGEN_SHAPE
+        self.fps = PROCGEN_FPS
+        self._frame = np.zeros(PROCGEN_SHAPE[1:] + PROCGEN_SHAPE[:1], np.uint8)  # (64, 64, 3): the last frame
+        self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+        self.level_seed = -1
+
+    def _obs(self, frame) -> np.ndarray:
+        """(64, 64, 3) RGB -> (3, 64, 64); keeps the frame for rgb()."""
+        self._frame[:] = frame
+        return np.ascontiguousarray(self._frame.transpose(2, 0, 1))
+
+    def reset(self) -> np.ndarray:
+        """Start a new level. Returns obs (3, 64, 64) uint8."""
+        obs, info = self.gym_env.reset(seed=self._seed)
+        self.level_seed = int(info.get("level_seed", -1))  # the level being played (its seed)
+        self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+        return self._obs(obs)
+
+    def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
+        """(obs, reward, done, episode) as AtariEnv.step; after done, obs starts the next level."""
+        obs, reward, terminated, truncated, info = self.gym_env.step(int(action))
+        self.ep_return += float(reward)
+        self.ep_length += 1
+        episode = None
+        if terminated or truncated:  # the game has moved on to its next level by itself
+            episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
+                              bool(truncated and not terminated))
+            self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+        self.level_seed = int(info.get("level_seed", -1))
+        return self._obs(obs), float(reward), episode is not None, episode
+
+    def get_state(self) -> None:
+        """Procgen games are not snapshotted: a resumed run starts new levels."""
+        return None
+
+    def rgb(self) -> np.ndarray:
+        """The frame the agent sees, (64, 64, 3) uint8, for videos."""
+        return self._frame.copy()
+
+    def close(self) -> None:
+        self.gym_env.close()
+
+
+class VecProcgen(VecEnv):
+    """k ProcgenEnvs of one rank: obs (k, 3, 64, 64) uint8."""
+
+    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None):
+        super().__init__([ProcgenEnv(env_id, env_seed(seed, rank, i), levels) for i in range(num_envs)], np.uint8)
