@@ -58,6 +58,17 @@ PACKAGES = (
 )
 
 
+# The pip extra of ppo1 that installs a module an env may need (named in the one line of a failed import).
+MODULE_EXTRAS = {"vizdoom": "vizdoom", "stable_retro": "retro", "retro": "retro", "pygba": "gba", "mgba": "gba",
+                 "procgen_gym": "procgen"}
+
+
+def missing_extra(error: BaseException) -> str | None:
+    """The extra to install for an import that failed because a module of MODULE_EXTRAS is missing, else None."""
+    name = getattr(error, "name", None) if isinstance(error, ModuleNotFoundError) else None
+    return MODULE_EXTRAS.get((name or "").split(".")[0])
+
+
 def package_of(gym_id: str | None, packages: tuple[Package, ...] = PACKAGES) -> Package | None:
     """The Package whose ids start like `gym_id`, or None."""
     return next((p for p in packages if gym_id and gym_id.startswith(p.prefix)), None)
@@ -180,8 +191,10 @@ def resolve(name: str, env_kwargs: str = "{}") -> EnvRef:
     try:
         module = importlib.import_module(module_name)
     except Exception as e:  # ModuleNotFoundError, or whatever the module raises as it runs
+        extra = missing_extra(e)
+        hint = f" (pip install 'ppo1[{extra}]')" if extra else ""
         raise PPO1Error(f"--env_name={name!r}: module {module_name!r} cannot be imported: "
-                        f"{type(e).__name__}: {first_line(e)}") from None
+                        f"{type(e).__name__}: {first_line(e)}{hint}") from None
     import_package(name, attr)  # `vizdoom:VizdoomBasic-v1`: the ids register in vizdoom.gymnasium_wrapper
     try:
         gymnasium.spec(attr)  # registered by the module (or before it)

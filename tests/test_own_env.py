@@ -3,6 +3,7 @@ or module:EnvId, preprocessed by ppo1.envs.pixels, trained, resumed, played and 
 The env is tests/pixelenv.py."""
 import json
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -237,6 +238,20 @@ def test_a_missing_package_of_a_known_id_names_the_extra_to_install():
     with pytest.raises(PPO1Error, match=r"--env_name='NosuchGame-v0' needs the 'nosuch' package, which cannot "
                                         r"be imported .*: pip install 'ppo1\[nosuch\]'"):
         import_package("NosuchGame-v0", "NosuchGame-v0", packages=(missing,))
+
+
+def test_a_factory_module_that_needs_a_missing_extra_names_it_in_one_line(tmp_path, monkeypatch):
+    from ppo1.envref import resolve
+    (tmp_path / "retrogame.py").write_text("import stable_retro\nmake = stable_retro.make\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "stable_retro", None)  # as where stable-retro is not installed
+    with pytest.raises(PPO1Error, match=r"module 'retrogame' cannot be imported: ModuleNotFoundError: .*"
+                                        r"\(pip install 'ppo1\[retro\]'\)$"):
+        resolve("retrogame:make")
+    (tmp_path / "other.py").write_text("import no_such_module_anywhere\n")
+    with pytest.raises(PPO1Error) as e:
+        resolve("other:make")
+    assert "pip install" not in str(e.value), "a module no extra provides is named as it is"
 
 
 def test_the_complete_example_of_the_own_env_page_trains_and_plays(tmp_path):
