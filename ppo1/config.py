@@ -78,7 +78,8 @@ class Config:
     seed: int = setting(0, "random seed; each env is seeded from (seed, rank, env index)")
     frame_skip: int = setting(1,
         "image-observation envs other than Atari and Procgen: repeat each action this many env steps, "
-        "summing their rewards (Atari keeps DeepMind's 4 and its own preprocessing)")
+        "summing their rewards; ViZDoom's ids and stable_retro:make default to 4 (Atari keeps DeepMind's 4 "
+        "and its own preprocessing)")
     frame_size: int = setting(84,
         "image-observation envs other than Atari and Procgen: resize each frame to N x N (INTER_AREA); 0 "
         "keeps the env's own size")

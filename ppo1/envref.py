@@ -33,6 +33,7 @@ class Package:
     defaults: dict
     make_kwargs: Callable[[], dict] | None = None  # keyword arguments of every make, under the user's
     preset: str = ""  # its default --preset ("" = the family's)
+    factories: tuple[str, ...] = ()  # `--env_name module:callable` factories whose envs take its defaults
 
 
 def vizdoom_kwargs() -> dict:
@@ -55,6 +56,8 @@ PACKAGES = (
     # screen, which no update ever sees, made the value loss diverge (0.5 to 1e9 in 100k steps of Basic).
     Package("Vizdoom", "vizdoom.gymnasium_wrapper", "vizdoom", {"frame_skip": 4}, make_kwargs=vizdoom_kwargs,
             preset="vizdoom"),
+    # stable-retro's games (a factory, no registered ids): each action held 4 frames, as its own PPO example.
+    Package("", "stable_retro", "retro", {"frame_skip": 4}, factories=("stable_retro:make", "retro:make")),
 )
 
 
@@ -71,7 +74,7 @@ def missing_extra(error: BaseException) -> str | None:
 
 def package_of(gym_id: str | None, packages: tuple[Package, ...] = PACKAGES) -> Package | None:
     """The Package whose ids start like `gym_id`, or None."""
-    return next((p for p in packages if gym_id and gym_id.startswith(p.prefix)), None)
+    return next((p for p in packages if gym_id and p.prefix and gym_id.startswith(p.prefix)), None)
 
 
 def import_package(name: str, gym_id: str, packages: tuple[Package, ...] = PACKAGES) -> None:
@@ -118,8 +121,8 @@ class EnvRef:
 
     @property
     def package(self) -> Package | None:
-        """The known Package of a registered id (PACKAGES), or None."""
-        return package_of(self.gym_id)
+        """The known Package of a registered id or of a known factory (PACKAGES), or None."""
+        return package_of(self.gym_id) or next((p for p in PACKAGES if self.name in p.factories), None)
 
     def describe(self) -> str:
         """How the env is made, for error messages: `gymnasium.make('X-v0', ...)` or `pkg.mod:make(...)`."""

@@ -126,8 +126,8 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
     family = env_family(env_name, given.get("env_kwargs", Config.env_kwargs), given.get("obs_key", Config.obs_key))
     package = None
     if family == "pixels":  # a known package's preset and settings (ViZDoom: its preset, 4 tics per action)
-        from ppo1.envref import package_of, resolve
-        package = package_of(resolve(env_name, given.get("env_kwargs", Config.env_kwargs)).gym_id)
+        from ppo1.envref import resolve
+        package = resolve(env_name, given.get("env_kwargs", Config.env_kwargs)).package
     name = given.get("preset", package.preset if package and package.preset else FAMILY_PRESETS[family][0])
     if (name == "procgen") != (family == "procgen"):
         raise PPO1Error(f"--preset={name} is for procgen:<game> envs only" if name == "procgen" else

@@ -16,7 +16,7 @@ GAME = "Airstriker-Genesis-v0"
 KWARGS = json.dumps({"game": GAME})
 ENV = ["--env_name", "stable_retro:make", "--env_kwargs", KWARGS]
 SMALL = ["--envs_per_rank", "1", "--timesteps_per_actorbatch", "64", "--optim_batchsize", "32", "--num_threads",
-         "1", "--frame_skip", "4"]
+         "1"]  # frame skip 4: stable-retro's default
 PLAYED = re.compile(r"^game 1/1: score (\d+), (\d+) agent steps", re.M)
 
 
