@@ -54,8 +54,7 @@ def running_returns(rewards: np.ndarray, dones: np.ndarray, ret: np.ndarray, gam
 def shape_rewards(rewards: np.ndarray, sign: bool, scale: float) -> np.ndarray:
     """Training rewards from the env's own: their sign (-1, 0, +1) where `sign` (--clip_reward), then times
     `scale` (--reward_scale). float32, same shape."""
-    out = np.sign(rewards) if sign else rewards
-    return (out * scale).astype(np.float32) if scale != 1.0 else out.astype(np.float32)
+    return ((np.sign(rewards) if sign else rewards) * scale).astype(np.float32)
 
 
 class RewardNormalizer:

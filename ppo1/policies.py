@@ -21,7 +21,7 @@ from torch import nn
 from torch.distributions import Categorical, Independent, Normal
 
 from ppo1 import PPO1Error
-from ppo1.actions import MultiCategorical, action_nvec
+from ppo1.actions import MultiCategorical, action_nvec, head_size
 
 
 def normc_(weight: torch.Tensor, std: float = 1.0) -> torch.Tensor:
@@ -374,9 +374,6 @@ def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84
             raise PPO1Error(f"--model_type={model_type} needs frames of at least {side}x{side}, not "
                             f"{obs_shape[1]}x{obs_shape[2]}: use a larger --frame_size or --model_type impala")
     nvec = None if isinstance(action_space, int) else action_nvec(action_space)
-    if nvec is not None:
-        return CnnPolicy(sum(nvec), model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape), nvec=nvec,
-                         vec_dim=vec_dim)
-    num_actions = action_space if isinstance(action_space, int) else int(action_space.n)
-    return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape),
+    num_actions = action_space if isinstance(action_space, int) else head_size(action_space)  # sum(nvec) or n
+    return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape), nvec=nvec,
                      vec_dim=vec_dim)
