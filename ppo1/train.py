@@ -21,7 +21,7 @@ from ppo1.bounds import check_batch_memory
 from ppo1.checkpoint import RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import EnvOptions, ProcgenLevels, make_vec_env, named_family
+from ppo1.envs import EnvOptions, ProcgenLevels, make_vec_env
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
@@ -171,7 +171,7 @@ class Trainer:
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
                                 init=cfg.init, frame_norm=cfg.frame_norm, vec_dim=self.venv.vec_dim).to(self.device)
             self.reward_norm = RewardNormalizer(cfg.envs_per_rank, cfg.gamma) if cfg.norm_reward else None
-            self.sign_rewards = cfg.sign_rewards(named_family(cfg.env_name, cfg.env_kwargs) or "")
+            self.sign_rewards = cfg.sign_rewards(self.venv.family)
             if cfg.precision == "bf16":
                 self.policy.autocast_dtype = torch.bfloat16
             self.optimizer = devices.make_adam(self.policy.parameters(), self.device, cfg.optim_stepsize,

@@ -201,6 +201,8 @@ class AtariEnv:
 class VecAtari(VecEnv):
     """k AtariEnvs of one rank: obs (k, 4, 84, 84) uint8."""
 
+    family = "atari"
+
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, episode_life: bool = True):
         super().__init__([AtariEnv(env_id, env_seed(seed, rank, i), episode_life=episode_life) for i in range(num_envs)],
                          np.uint8)

@@ -49,6 +49,8 @@ class Episode:
 class VecEnv:
     """k envs of one rank (AtariEnv or GymEnv), stepped together so the policy runs one batched forward pass."""
 
+    family = ""  # which env family (ppo1.envs.env_family) its envs are; set by each subclass
+
     def __init__(self, envs: list, obs_dtype):
         self.envs = envs
         self.num_envs = len(envs)

@@ -308,5 +308,7 @@ class PixelEnv:
 class VecPixels(VecEnv):
     """k PixelEnvs of one rank: obs (k, stack x C (+ 1), N, N) uint8."""
 
+    family = "pixels"
+
     def __init__(self, envs: list):
         super().__init__(envs, np.uint8)

@@ -135,5 +135,7 @@ class ProcgenEnv:
 class VecProcgen(VecEnv):
     """k ProcgenEnvs of one rank: obs (k, 3, 64, 64) uint8."""
 
+    family = "procgen"
+
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None):
         super().__init__([ProcgenEnv(env_id, env_seed(seed, rank, i), levels) for i in range(num_envs)], np.uint8)

@@ -102,6 +102,8 @@ class GymEnv:
 class VecGym(VecEnv):
     """k GymEnvs of one rank: obs (k, D) float32."""
 
+    family = "vector"
+
     def __init__(self, envs: list[GymEnv]):
         super().__init__(envs, np.float32)
         self.observation_space = self.envs[0].observation_space
