@@ -19,13 +19,17 @@ from typing import Any
 import numpy as np
 
 from ppo1 import PPO1Error
-from ppo1.envs.atari import (FRAME_SIZE, FRAME_SKIP, FRAME_STACK, MAX_EPISODE_FRAMES, NOOP_MAX, AtariEnv, VecAtari,
-                             is_atari, make_ale_env)
-from ppo1.envs.base import Episode, VecEnv, env_seed, env_spec, load_gymnasium, offscreen, time_limit
+from ppo1.envs.atari import AtariEnv, VecAtari, is_atari, make_ale_env
+from ppo1.envs.base import Episode, env_seed, env_spec, load_gymnasium, offscreen
 from ppo1.envs.pixels import VecPixels
-from ppo1.envs.procgen import (PROCGEN_FPS, PROCGEN_GAMES, PROCGEN_INSTALL, PROCGEN_PREFIX, PROCGEN_SHAPE,
-                               ProcgenEnv, ProcgenLevels, VecProcgen, is_procgen, load_procgen, procgen_game)
+from ppo1.envs.procgen import PROCGEN_SHAPE, ProcgenEnv, ProcgenLevels, VecProcgen, is_procgen
 from ppo1.envs.vector import GymEnv, VecGym
+
+# The interface (below) and the names of the family modules that the trainer, the modes and the tools use.
+__all__ = ["env_family", "named_family", "observation_family", "EnvOptions", "make_gym_env", "make_vec_env",
+           "make_eval_env", "AtariEnv", "VecAtari", "is_atari", "make_ale_env", "Episode", "env_seed", "env_spec",
+           "load_gymnasium", "PROCGEN_SHAPE", "ProcgenEnv", "ProcgenLevels", "VecProcgen", "is_procgen", "GymEnv",
+           "VecGym"]
 
 
 def env_family(env_name: str, env_kwargs: str = "{}", obs_key: str = "") -> str:
