@@ -16,6 +16,7 @@ caught, trainers beaten, experience). Bring your own ROM (this project ships non
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 import gymnasium
@@ -39,6 +40,18 @@ class Upright(gymnasium.ObservationWrapper):
         return np.ascontiguousarray(screen.transpose(1, 0, 2))
 
 
+def untag_capsule_type() -> None:
+    """Let mgba's bindings start on Python < 3.12. The first time the emulator calls into Python (its first
+    frame), their cffi embedding takes a spin lock on PyCapsule_Type.tp_version_tag and waits until it is 0.
+    Any attribute lookup on a capsule gives that type a version tag (torch makes such lookups when it is
+    imported), and the emulator then spins for ever. PyType_Modified, CPython's public call for "this type
+    changed", sets the tag back to 0; the next lookup assigns a new one. Python 3.12+ locks another field."""
+    if sys.version_info < (3, 12):
+        import ctypes
+        import datetime
+        ctypes.pythonapi.PyType_Modified(ctypes.py_object(type(datetime.datetime_CAPI)))  # the capsule type
+
+
 def make_env(rom: str = "", save: str | None = None, hold: int = 24, max_episode_steps: int = 65_536,
              game_wrapper: bool = True, render_mode: str | None = None) -> gymnasium.Env:
     """The env of one emulator running `rom` (from the battery save `save`, else from power-on)."""
@@ -51,8 +64,10 @@ def make_env(rom: str = "", save: str | None = None, hold: int = 24, max_episode
     except ImportError as e:
         raise ImportError(f"{e}: pip install -e '.[gba]' (mgba needs Debian's libmgba0.10)") from None
     gba = PyGBA.load(rom, save)
+    untag_capsule_type()  # PyGBAEnv runs the emulator's first frame
     with warnings.catch_warnings():  # without a game wrapper pygba warns that there is no reward: as asked
         warnings.simplefilter("ignore")
         env = PyGBAEnv(gba, PokemonEmerald() if game_wrapper else None, obs_type="rgb", frameskip=hold - 1,
-                       max_episode_steps=max_episode_steps, render_mode=render_mode)
-    return Upright(env)
+                       render_mode=render_mode)
+    # gymnasium's TimeLimit, not pygba's own (which lets an episode run one action longer than asked)
+    return gymnasium.wrappers.TimeLimit(Upright(env), max_episode_steps)
