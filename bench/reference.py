@@ -3,9 +3,14 @@
     python -m bench.reference --preset paper --steps 1e6                # both, one after the other
     python -m bench.reference --preset paper --steps 1e6 --only ppo1    # one side (reuse the other's CSV)
     python -m bench.reference --preset paper --set init=orthogonal --tag orth   # an A/B variant
+    python -m bench.reference --preset vizdoom --env_name VizdoomBasic-v1 --steps 1e5 --set env_steps=100000 \
+        --only sb3 --ppo1_run results/vizdoom/basic-vizdoom --out results/reference/vizdoom-basic
+                                                       # SB3 beside a ppo1 run that bench.learning made
 
 ppo1 runs as a user runs it (`mpirun -np 2 python -m run_atari --preset P --envs_per_rank 4`, 8 actors);
-SB3 runs PPO with 8 envs (DummyVecEnv, its DeepMind `AtariWrapper`) and the same settings read from the
+SB3 runs PPO with 8 envs (DummyVecEnv: on an Atari game its DeepMind `AtariWrapper`; on another env with
+image observations, such as ViZDoom, ppo1's own preprocessing of the image alone, and VecNormalize's reward
+scaling where the preset has --norm_reward) and the same settings read from the
 same resolved Config: ppo1's own CNN torso as the features extractor (pi and V heads on it, shared),
 T, epochs, global minibatch, lr and clip schedules annealed over the preset's env_steps (so a 1M-step
 run follows the first tenth of a 10M schedule, as the published curves do), c1, c2, Adam epsilon,
@@ -102,11 +107,7 @@ def run_ppo1(config, steps: int, seed: int, out: str, ranks: int = 2) -> dict:
     minutes = (time.time() - start) / 60
     if code != 0:
         raise SystemExit(f"bench.reference: ppo1 exited with status {code}")
-    rows = []
-    with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
-        for r in csv.DictReader(f):
-            if r["ep_return_mean"] not in ("", "nan"):
-                rows.append((int(r["timesteps"]), float(r["ep_return_mean"])))
+    rows = _progress_curve(os.path.join(run_dir, "progress.csv"))
     _write_curve(os.path.join(out, "ppo1.csv"), rows)
     return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan")}
 
@@ -119,9 +120,7 @@ def run_sb3(config, steps: int, seed: int, out: str) -> dict:
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.env_util import make_atari_env
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
-    from stable_baselines3.common.vec_env import VecFrameStack
 
     from ppo1.device import cpu_count
     from ppo1.policies import CnnPolicy, normc_
@@ -134,7 +133,7 @@ def run_sb3(config, steps: int, seed: int, out: str) -> dict:
         """ppo1's CNN torso (small or large), initialised as ppo1 initialises it."""
 
         def __init__(self, observation_space, model_type: str, init: str):
-            net = CnnPolicy(6, model_type, init=init)
+            net = CnnPolicy(6, model_type, init=init, obs_shape=observation_space.shape)
             super().__init__(observation_space, features_dim=256 if model_type == "small" else 512)
             self.torso = net.torso
 
@@ -148,7 +147,7 @@ def run_sb3(config, steps: int, seed: int, out: str) -> dict:
             return start * max(1.0 - (1.0 - progress_remaining) * frac, 0.0) if anneal else start
         return f
 
-    env = VecFrameStack(make_atari_env(config.env_name, n_envs=ACTORS, seed=seed), n_stack=4)
+    env = _sb3_envs(config, seed)
     orth = config.init == "orthogonal"
     model = PPO("CnnPolicy", env, n_steps=config.timesteps_per_actorbatch, n_epochs=config.optim_epochs,
                 batch_size=config.optim_batchsize * ACTORS, learning_rate=schedule(config.optim_stepsize),
@@ -191,6 +190,75 @@ def run_sb3(config, steps: int, seed: int, out: str) -> dict:
     minutes = (time.time() - start) / 60
     env.close()
     return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan")}
+
+
+def _sb3_envs(config, seed: int):
+    """SB3's ACTORS envs: for an Atari game its own `make_atari_env` + `VecFrameStack(4)`; for an env with
+    image observations (the `pixels` family: ViZDoom, stable-retro, a user's factory) ppo1's own PixelEnv
+    preprocessing (frame skip, size, gray, stack; the image alone, without a Dict's vector entries) in a
+    gymnasium Env each, with VecNormalize's return-based reward scaling where the preset has --norm_reward."""
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
+
+    from ppo1.envs import env_family
+
+    family = env_family(config.env_name, config.env_kwargs, config.obs_key)
+    if family == "atari":
+        env = VecFrameStack(make_atari_env(config.env_name, n_envs=ACTORS, seed=seed), n_stack=4)
+    elif family == "pixels":
+        env = DummyVecEnv([lambda i=i: _pixel_env(config, seed, i) for i in range(ACTORS)])
+    else:
+        raise PPO1Error(f"bench.reference compares Atari games and envs with image observations, not the "
+                        f"{family} env {config.env_name}")
+    if config.norm_reward:
+        env = VecNormalize(env, norm_obs=False, norm_reward=True, gamma=config.gamma)
+    return env
+
+
+def _pixel_env(config, seed: int, index: int):
+    """A gymnasium Env over ppo1's PixelEnv (which resets itself at an episode's end, where SB3's vec env
+    resets it: the next episode's first obs is kept for that reset). info["episode"] carries each finished
+    episode's return and length, as SB3's Monitor does; a time limit returns the cut observation, so SB3
+    bootstraps from it."""
+    import gymnasium
+    import numpy as np
+
+    from ppo1.envs import EnvOptions, env_seed, make_gym_env
+
+    options = EnvOptions.of(config)
+    options = dataclasses.replace(options, frames=dataclasses.replace(options.frames, vectors=False))
+
+    class Pixels(gymnasium.Env):
+        def __init__(self):
+            self.env = make_gym_env(config.env_name, env_seed(seed, 0, index), options=options)
+            self.observation_space = gymnasium.spaces.Box(0, 255, self.env.obs_shape, np.uint8)
+            self.action_space = self.env.action_space
+            self.next_obs = None
+
+        def reset(self, *, seed=None, options=None):
+            obs, self.next_obs = (self.env.reset() if self.next_obs is None else self.next_obs), None
+            return obs.copy(), {}
+
+        def step(self, action):
+            obs, reward, done, episode = self.env.step(action)
+            if not done:
+                return obs.copy(), reward, False, False, {}
+            self.next_obs = obs.copy()
+            last = self.env.cut_obs if episode.truncated else obs
+            return last.copy(), reward, not episode.truncated, episode.truncated, {
+                "episode": {"r": episode.ret, "l": episode.length}}
+
+        def close(self):
+            self.env.close()
+
+    return Pixels()
+
+
+def _progress_curve(path: str) -> list:
+    """(agent steps, mean return of the last 100 games) of a ppo1 run's progress.csv."""
+    with open(path, newline="") as f:
+        return [(int(r["timesteps"]), float(r["ep_return_mean"])) for r in csv.DictReader(f)
+                if r["ep_return_mean"] not in ("", "nan")]
 
 
 def _write_curve(path: str, rows: list) -> None:
@@ -252,6 +320,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tag", default="", help="suffix of the output directory for a variant")
     p.add_argument("--only", choices=("ppo1", "sb3", "plot"), help="run one side only, or only plot")
     p.add_argument("--out", help="output directory (default: results/reference/<preset>[-<tag>])")
+    p.add_argument("--ppo1_run", metavar="DIR",
+                   help="with --only sb3: ppo1's curve (ppo1.csv) from a run this benchmark did not start, the "
+                        "progress.csv in DIR (a run folder, or a results folder of bench.learning)")
     args = p.parse_args(argv)
 
     try:
@@ -267,6 +338,11 @@ def main(argv: list[str] | None = None) -> int:
         with open(os.path.join(out, name_json), "w") as f:
             f.write(config.to_json())
     lines = []
+    if args.ppo1_run:
+        rows = _progress_curve(os.path.join(args.ppo1_run, "progress.csv"))
+        _write_curve(os.path.join(out, "ppo1.csv"), rows)
+        lines.append(f"ppo1: {rows[-1][0]} steps, mean of the last 100 games {rows[-1][1]:.2f} "
+                     f"(from {os.path.relpath(os.path.abspath(args.ppo1_run), REPO)})")
     if args.only in (None, "ppo1"):
         s = run_ppo1(config, args.steps, args.seed, out)
         lines.append(f"ppo1: {s['steps']} steps, {s['minutes']:.1f} min, mean of the last 100 games {s['ret100']:.2f}")

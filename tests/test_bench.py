@@ -3,6 +3,8 @@ import json
 import subprocess
 import sys
 
+import numpy as np
+
 from conftest import REPO, run_cli
 
 
@@ -181,3 +183,40 @@ def test_games_refuses_a_bad_set_flag_in_one_line_before_any_run(tmp_path, capsy
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 2 and len(out) == 1 and out[0].startswith("bench.games: --ent_coef=-1") and "holds" not in out[0]
     assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_reference_gives_sb3_a_pixel_env_as_ppo1_preprocesses_it_with_each_episode_and_its_time_limit():
+    from bench.reference import _pixel_env, resolve_config
+
+    config = resolve_config("paper", "tests.pixelenv:make_env", {"env_kwargs": '{"size": 24, "max_steps": 5}'})
+    env = _pixel_env(config, 0, 0)
+    try:
+        obs, _ = env.reset()
+        assert obs.shape == env.observation_space.shape == (4, 84, 84) and obs.dtype.name == "uint8"
+        episodes, steps = [], 0
+        while not episodes:  # action 0 (up) reaches the goal only where it lies straight above
+            obs, reward, terminated, truncated, info = env.step(0)
+            steps += 1
+            if "episode" in info:
+                episodes.append((info["episode"], terminated, truncated))
+        (episode, terminated, truncated), = episodes
+        assert episode["l"] == steps and terminated != truncated
+        if truncated:  # 5 steps: the observation that was cut, for SB3 to bootstrap from
+            assert steps == 5 and episode["r"] == 0.0
+        first, _ = env.reset()  # the next episode's first observation, kept from PixelEnv's own reset
+        assert np.array_equal(first, env.env.obs)
+    finally:
+        env.close()
+
+
+def test_reference_takes_ppo1s_curve_from_a_run_folder_it_did_not_start(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "progress.csv").write_text("iteration,timesteps,ep_return_mean\n1,1024,nan\n2,2048,3.5\n3,3072,4.0\n")
+    r = subprocess.run([sys.executable, "-m", "bench.reference", "--only", "plot", "--preset", "paper",
+                        "--out", str(tmp_path / "out"), "--ppo1_run", str(run)], cwd=REPO, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "out" / "ppo1.csv").read_text().splitlines() == ["timesteps,ep_return_mean", "2048,3.5",
+                                                                         "3072,4.0"]
+    assert "ppo1: 3072 steps, mean of the last 100 games 4.00" in (tmp_path / "out" / "summary.txt").read_text()
