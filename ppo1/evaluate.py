@@ -20,7 +20,7 @@ from ppo1.actions import MultiCategorical, action_nvec, check_actions
 from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
 from ppo1.distributed import Comm
-from ppo1.envs import (PROCGEN_SHAPE, AtariEnv, EnvOptions, Episode, ProcgenEnv, ProcgenLevels, is_procgen,
+from ppo1.envs import (PROCGEN_SHAPE, AtariEnv, EnvOptions, Episode, ProcgenEnv, ProcgenLevels,
                        make_eval_env, named_family)
 from ppo1.policies import ActorCritic, build
 
@@ -99,7 +99,7 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
 def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> ActorCritic:
     """The checkpoint's model, its input and action shapes those of the env `saved` makes. Raises PPO1Error
     when the env now has other observations or actions than the model (its code or kwargs changed)."""
-    if is_procgen(saved.env_name):  # fixed observations: no env needed (nor Procgen installed)
+    if named_family(saved.env_name, saved.env_kwargs) == "procgen":  # fixed observations: no env needed (nor Procgen installed)
         shape, actions, vec_dim = PROCGEN_SHAPE, state.num_actions, 0
     else:
         env = make_eval_env(saved.env_name, np.random.SeedSequence(0), options=EnvOptions.of(saved))
@@ -187,11 +187,12 @@ def open_game(env_name: str, seed: np.random.SeedSequence, levels: ProcgenLevels
     at 60 fps; Procgen (on `levels`): the 64x64 frames the agent sees, 15 fps; other envs (made with
     `options`): their own rgb_array renderer, else (image observations) the env's own images, one frame
     per agent step."""
-    if is_procgen(env_name):
+    family = named_family(env_name, options.env_kwargs)
+    if family == "procgen":
         env = ProcgenEnv(env_name, seed, levels)
         obs = env.reset()
         return env, obs, env.rgb().shape[:2], env.fps
-    if named_family(env_name, options.env_kwargs) == "atari":
+    if family == "atari":
         env = AtariEnv(env_name, seed, episode_life=False)
         return env, None, tuple(env.ale.getScreenDims()), FPS
     env = make_eval_env(env_name, seed, render_mode="rgb_array", options=options)

@@ -16,7 +16,7 @@ from ppo1 import PPO1Error
 from ppo1.actions import action_nvec, check_actions
 from ppo1.config import Config
 from ppo1.distributed import Comm, say_line
-from ppo1.envs import AtariEnv, EnvOptions, Episode, ProcgenLevels, is_procgen, make_eval_env
+from ppo1.envs import AtariEnv, EnvOptions, Episode, ProcgenLevels, make_eval_env, named_family
 from ppo1.evaluate import fmt_score, generator_for, load_trained, play_games
 
 # Seed streams of evaluation games, apart from the training envs' (seed, rank, env index) streams.
@@ -72,7 +72,7 @@ def summary(games: list[Episode]) -> str:
 
 def levels_text(cfg: Config) -> str:
     """Which Procgen levels are played (those after the training levels); '' for other envs."""
-    if not is_procgen(cfg.env_name):
+    if named_family(cfg.env_name, cfg.env_kwargs) != "procgen":
         return ""
     levels = ProcgenLevels.unseen(cfg)
     if cfg.num_levels == 0:

@@ -84,11 +84,11 @@ def _games(paths: list[str]) -> list[str]:
 def _steps_label(games: list[str]) -> str:
     """The x label of agent steps: 4 frames each where every run is an Atari game (Procgen and vector
     envs step one frame or none)."""
-    from ppo1.envs import is_atari
+    from ppo1.envs import named_family
 
     def atari(game):
         try:
-            return is_atari(game)
+            return named_family(game) == "atari"
         except PPO1Error:
             return False
     four = bool(games) and all(atari(g) for g in games)

@@ -27,8 +27,8 @@ from ppo1.envs.vector import GymEnv, VecGym
 
 # The interface (below) and the names of the family modules that the trainer, the modes and the tools use.
 __all__ = ["env_family", "named_family", "observation_family", "EnvOptions", "make_gym_env", "make_vec_env",
-           "make_eval_env", "AtariEnv", "VecAtari", "is_atari", "make_ale_env", "Episode", "env_seed", "env_spec",
-           "load_gymnasium", "PROCGEN_SHAPE", "ProcgenEnv", "ProcgenLevels", "VecProcgen", "is_procgen", "GymEnv",
+           "make_eval_env", "AtariEnv", "VecAtari", "make_ale_env", "Episode", "env_seed", "env_spec",
+           "load_gymnasium", "PROCGEN_SHAPE", "ProcgenEnv", "ProcgenLevels", "VecProcgen", "GymEnv",
            "VecGym"]
 
 
