@@ -103,7 +103,7 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
         shape, actions, vec_dim = PROCGEN_SHAPE, state.num_actions, 0
     else:
         env = make_eval_env(saved.env_name, np.random.SeedSequence(0), options=EnvOptions.of(saved))
-        shape, actions, num_actions, vec_dim = env.obs_shape, env.action_space, env.num_actions, getattr(env, "vec_dim", 0)
+        shape, actions, num_actions, vec_dim = env.obs_shape, env.action_space, env.num_actions, env.vec_dim
         env.close()
         check_actions(f"checkpoint {path}", (state.num_actions, state.action_nvec), saved.env_name,
                       (num_actions, action_nvec(actions)))

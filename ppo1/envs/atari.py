@@ -63,6 +63,8 @@ class AtariEnv:
     plays whole games, as play and movie do. Rewards are always the game's own (training clips them).
     """
 
+    vec_dim = 0  # no vector entries packed beside the image (PixelEnv's Dict observations)
+
     def __init__(self, env_id: str, seed: np.random.SeedSequence, episode_life: bool = True,
                  render_mode: str | None = None):
         self.env_id = env_id

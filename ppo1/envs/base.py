@@ -56,7 +56,7 @@ class VecEnv:
         self.num_envs = len(envs)
         self.num_actions = envs[0].num_actions
         self.action_space = envs[0].action_space
-        self.vec_dim = getattr(envs[0], "vec_dim", 0)  # numbers packed into the images' last channel (pixels)
+        self.vec_dim = envs[0].vec_dim  # numbers packed into the images' last channel (pixels)
         self.obs = np.zeros((self.num_envs, *envs[0].obs_shape), obs_dtype)
         self.cut: dict[int, np.ndarray] = {}
 

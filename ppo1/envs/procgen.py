@@ -74,6 +74,8 @@ class ProcgenEnv:
     episode ends when the game does (the level is won or lost, or its time runs out) and a new level
     starts at once. Episode statistics are the game's returns and lengths."""
 
+    vec_dim = 0  # no vector entries packed beside the image (PixelEnv's Dict observations)
+
     def __init__(self, env_id: str, seed: np.random.SeedSequence, levels: ProcgenLevels | None = None):
         gymnasium = load_procgen(env_id)
         levels = levels or ProcgenLevels()

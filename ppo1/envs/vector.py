@@ -23,6 +23,8 @@ class GymEnv:
     env's own returns and lengths.
     """
 
+    vec_dim = 0  # no vector entries packed beside the image (PixelEnv's Dict observations)
+
     def __init__(self, env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
                  env_kwargs: str = "{}", gym_env=None, max_episode_steps: int = 0):
         """gym_env: the env already made (by make_gym_env), else it is made from env_id and env_kwargs;
