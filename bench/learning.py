@@ -4,6 +4,8 @@
     python -m bench.learning cartpole --np 2      # baselines' MLP defaults
     python -m bench.learning pong --env_steps 2e6 --out results/pong-2M
     python -m bench.learning vizdoom-basic --run doom-norm -- --norm_reward   # run_atari flags after --
+    python -m bench.learning airstriker --random 20 --summary_only --out results/retro/airstriker
+                                                  # the floor: 20 whole games of uniformly random actions
 
 Writes checkpoint_dir/<run>/progress.csv (a real training run: rerunning resumes it), and the learning
 curve PNG and summary.txt (one line: steps, wall time, mean return of the last 100 real games)
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -33,6 +36,9 @@ BENCHMARKS = {
     "vizdoom-basic": ("VizdoomBasic-v1", 2, 4, 100_000, []),
     "vizdoom-defend-center": ("VizdoomDefendCenter-v1", 2, 4, 300_000, []),
     "vizdoom-health-gathering": ("VizdoomHealthGathering-v1", 2, 4, 300_000, []),
+    # stable-retro (the retro extra; its free ROM): one emulator per process, so 8 ranks of 1 env; the
+    # `stable_retro:make` factory's defaults (frame skip 4 as stable-retro's own PPO example, 84x84 gray)
+    "airstriker": ("stable_retro:make", 8, 1, 1_000_000, ["--env_kwargs", '{"game": "Airstriker-Genesis-v0"}']),
 }
 
 
@@ -53,6 +59,32 @@ def summarize(progress_csv: str) -> dict:
             "episodes": int(last["episodes"]), "sps": int(last["timesteps"]) / max(wall, 1e-9)}
 
 
+def random_games(flags: list[str], games: int, seed: int = 0) -> list[float]:
+    """The scores of `games` whole games of uniformly random actions (one index per action dimension, as the
+    policy samples them) on the env that run_atari `flags` name, made as play makes it."""
+    import numpy as np
+
+    from ppo1.actions import action_nvec
+    from ppo1.cli import build_config, build_parser
+    from ppo1.envs import EnvOptions, make_eval_env
+
+    config = build_config(build_parser().parse_args([*flags, "--fresh"]))
+    env = make_eval_env(config.env_name, np.random.SeedSequence(seed), options=EnvOptions.of(config))
+    rng = np.random.default_rng(seed)
+    nvec = action_nvec(env.action_space)
+    scores: list[float] = []
+    try:
+        env.reset()
+        while len(scores) < games:
+            action = rng.integers(nvec) if nvec is not None else rng.integers(env.num_actions)
+            _, _, _, episode = env.step(action)
+            if episode is not None:
+                scores.append(episode.ret)
+    finally:
+        env.close()
+    return scores
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.learning", description=__doc__.splitlines()[0])
     p.add_argument("benchmark", choices=sorted(BENCHMARKS))
@@ -64,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", help="run name (default: bench-<benchmark>)")
     p.add_argument("--out", help="directory for the PNG and summary (default: results/<run>)")
     p.add_argument("--summary_only", action="store_true", help="only plot and summarise an existing run")
+    p.add_argument("--random", type=int, metavar="GAMES",
+                   help="also play GAMES whole games of uniformly random actions and write their mean to "
+                        "random.txt under --out (the floor the curve is read against)")
     args, flags = p.parse_known_args(argv)  # after --: more run_atari flags (an A/B variant)
     args.flags = [f for f in flags if f != "--"]
 
@@ -82,9 +117,19 @@ def main(argv: list[str] | None = None) -> int:
         if code != 0:
             print(f"bench.learning: training exited with status {code} after {time.time() - start:.0f} s")
             return code
-    progress = os.path.join(args.checkpoint_dir, run, "progress.csv")
-    s = summarize(progress)
     os.makedirs(out, exist_ok=True)
+    if args.random:
+        scores = random_games(["--env_name", env_id, *extra, *args.flags], args.random, args.seed)
+        line = (f"{args.benchmark} ({env_id} {' '.join(extra)}), uniformly random actions: {len(scores)} games, "
+                f"score {statistics.mean(scores):.2f} ± {statistics.pstdev(scores):.2f} "
+                f"(min {min(scores):g}, max {max(scores):g})")
+        with open(os.path.join(out, "random.txt"), "w") as f:
+            f.write(line + "\n")
+        print(line)
+    progress = os.path.join(args.checkpoint_dir, run, "progress.csv")
+    if args.summary_only and args.random and not os.path.exists(progress):
+        return 0  # the random floor alone
+    s = summarize(progress)
     png, _ = plot([os.path.join(args.checkpoint_dir, run)], os.path.join(out, "learning_curve.png"),
                   args.checkpoint_dir)
     variant = f" {' '.join(args.flags)}" if args.flags else ""

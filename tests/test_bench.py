@@ -220,3 +220,13 @@ def test_reference_takes_ppo1s_curve_from_a_run_folder_it_did_not_start(tmp_path
     assert (tmp_path / "out" / "ppo1.csv").read_text().splitlines() == ["timesteps,ep_return_mean", "2048,3.5",
                                                                          "3072,4.0"]
     assert "ppo1: 3072 steps, mean of the last 100 games 4.00" in (tmp_path / "out" / "summary.txt").read_text()
+
+
+def test_learning_plays_whole_games_of_random_actions_for_the_floor_of_a_curve():
+    from bench.learning import random_games
+
+    scores = random_games(["--env_name", "tests.pixelenv:make_env", "--env_kwargs", '{"size": 24, "max_steps": 20}'],
+                          games=6)
+    assert len(scores) == 6 and set(scores) <= {0.0, 1.0}  # the goal pays 1, once, else the time limit cuts
+    multibinary = random_games(["--env_name", "tests.pixelenv:make_env", "--env_kwargs", '{"multibinary": true}'], 2)
+    assert len(multibinary) == 2
