@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import functools
 import json
 import os
 import subprocess
@@ -69,12 +70,15 @@ def resolve_config(preset: str, env_name: str, overrides: dict):
 
 
 def _parse_set(items: list[str]) -> dict:
-    """--set name=value pairs (JSON values, else strings) -> dict."""
+    """--set name=value pairs (JSON values, else strings; the text as given for a setting that is a string,
+    such as env_kwargs) -> dict."""
+    from ppo1.config import Config
+
     out = {}
     for item in items:
         name, _, value = item.partition("=")
         try:
-            out[name] = json.loads(value)
+            out[name] = value if isinstance(getattr(Config, name, None), str) else json.loads(value)
         except json.JSONDecodeError:
             out[name] = value
     return out
@@ -112,7 +116,7 @@ def run_ppo1(config, steps: int, seed: int, out: str, ranks: int = 2) -> dict:
     return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan")}
 
 
-def run_sb3(config, steps: int, seed: int, out: str) -> dict:
+def run_sb3(config, steps: int, seed: int, out: str, vec: str = "dummy") -> dict:
     """Train Stable-Baselines3 PPO with the same settings; log the last-100 mean of real games."""
     import ale_py
     import gymnasium
@@ -147,7 +151,7 @@ def run_sb3(config, steps: int, seed: int, out: str) -> dict:
             return start * max(1.0 - (1.0 - progress_remaining) * frac, 0.0) if anneal else start
         return f
 
-    env = _sb3_envs(config, seed)
+    env = _sb3_envs(config, seed, vec)
     orth = config.init == "orthogonal"
     model = PPO("CnnPolicy", env, n_steps=config.timesteps_per_actorbatch, n_epochs=config.optim_epochs,
                 batch_size=config.optim_batchsize * ACTORS, learning_rate=schedule(config.optim_stepsize),
@@ -192,13 +196,15 @@ def run_sb3(config, steps: int, seed: int, out: str) -> dict:
     return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan")}
 
 
-def _sb3_envs(config, seed: int):
+def _sb3_envs(config, seed: int, vec: str = "dummy"):
     """SB3's ACTORS envs: for an Atari game its own `make_atari_env` + `VecFrameStack(4)`; for an env with
     image observations (the `pixels` family: ViZDoom, stable-retro, a user's factory) ppo1's own PixelEnv
     preprocessing (frame skip, size, gray, stack; the image alone, without a Dict's vector entries) in a
-    gymnasium Env each, with VecNormalize's return-based reward scaling where the preset has --norm_reward."""
+    gymnasium Env each, with VecNormalize's return-based reward scaling where the preset has --norm_reward.
+    vec: SB3's DummyVecEnv (the envs in this process) or SubprocVecEnv (a process each: emulators that allow
+    one per process, such as stable-retro's)."""
     from stable_baselines3.common.env_util import make_atari_env
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack, VecNormalize
 
     from ppo1.envs import env_family
 
@@ -206,7 +212,8 @@ def _sb3_envs(config, seed: int):
     if family == "atari":
         env = VecFrameStack(make_atari_env(config.env_name, n_envs=ACTORS, seed=seed), n_stack=4)
     elif family == "pixels":
-        env = DummyVecEnv([lambda i=i: _pixel_env(config, seed, i) for i in range(ACTORS)])
+        vec_cls = {"dummy": DummyVecEnv, "subproc": SubprocVecEnv}[vec]
+        env = vec_cls([functools.partial(_pixel_env, config, seed, i) for i in range(ACTORS)])
     else:
         raise PPO1Error(f"bench.reference compares Atari games and envs with image observations, not the "
                         f"{family} env {config.env_name}")
@@ -320,6 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tag", default="", help="suffix of the output directory for a variant")
     p.add_argument("--only", choices=("ppo1", "sb3", "plot"), help="run one side only, or only plot")
     p.add_argument("--out", help="output directory (default: results/reference/<preset>[-<tag>])")
+    p.add_argument("--sb3_vec", choices=("dummy", "subproc"), default="dummy",
+                   help="SB3's envs in its own process (DummyVecEnv) or one process each (SubprocVecEnv: "
+                        "stable-retro, one emulator per process); on envs other than Atari")
     p.add_argument("--ppo1_run", metavar="DIR",
                    help="with --only sb3: ppo1's curve (ppo1.csv) from a run this benchmark did not start, the "
                         "progress.csv in DIR (a run folder, or a results folder of bench.learning)")
@@ -350,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         if config.frame_norm != "scale":  # SB3's CnnPolicy divides by 255; the Torso above reads what it gets
             print(f"bench.reference: SB3 reads frames / 255 where ppo1 runs --frame_norm {config.frame_norm}; "
                   "--set frame_norm=scale gives both the same input", flush=True)
-        s = run_sb3(config, args.steps, args.seed, out)
+        s = run_sb3(config, args.steps, args.seed, out, args.sb3_vec)
         lines.append(f"sb3:  {s['steps']} steps, {s['minutes']:.1f} min, mean of the last 100 games {s['ret100']:.2f}")
     png = plot_curves(out, config.env_name, f"{config.env_name}, preset {name}, seed {args.seed}")
     if lines:
