@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(out, exist_ok=True)
     if args.random:
         scores = random_games(["--env_name", env_id, *extra, *args.flags], args.random, args.seed)
-        line = (f"{args.benchmark} ({env_id} {' '.join(extra)}), uniformly random actions: {len(scores)} games, "
+        line = (f"{args.benchmark} ({' '.join([env_id, *extra])}), uniformly random actions: {len(scores)} games, "
                 f"score {statistics.mean(scores):.2f} ± {statistics.pstdev(scores):.2f} "
                 f"(min {min(scores):g}, max {max(scores):g})")
         with open(os.path.join(out, "random.txt"), "w") as f:
