@@ -85,6 +85,13 @@ def random_games(flags: list[str], games: int, seed: int = 0) -> list[float]:
     return scores
 
 
+def _write_line(path: str, line: str) -> None:
+    """One line into the file at path (replaced) and onto stdout."""
+    with open(path, "w") as f:
+        f.write(line + "\n")
+    print(line)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.learning", description=__doc__.splitlines()[0])
     p.add_argument("benchmark", choices=sorted(BENCHMARKS))
@@ -123,9 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         line = (f"{args.benchmark} ({' '.join([env_id, *extra])}), uniformly random actions: {len(scores)} games, "
                 f"score {statistics.mean(scores):.2f} ± {statistics.pstdev(scores):.2f} "
                 f"(min {min(scores):g}, max {max(scores):g})")
-        with open(os.path.join(out, "random.txt"), "w") as f:
-            f.write(line + "\n")
-        print(line)
+        _write_line(os.path.join(out, "random.txt"), line)
     progress = os.path.join(args.checkpoint_dir, run, "progress.csv")
     if args.summary_only and args.random and not os.path.exists(progress):
         return 0  # the random floor alone
@@ -136,9 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     line = (f"{args.benchmark}{variant} ({env_id}, {ranks} ranks x {envs} envs): {s['steps']} agent steps, "
             f"{s['hours']:.2f} h wall, {s['sps']:.0f} SPS, {s['episodes']} games, "
             f"mean return of the last 100 games {s['ret100']:.2f}")
-    with open(os.path.join(out, "summary.txt"), "w") as f:
-        f.write(line + "\n")
-    print(line)
+    _write_line(os.path.join(out, "summary.txt"), line)
     print(f"bench.learning: {png}, {os.path.join(out, 'summary.txt')}")
     return 0
 
