@@ -262,10 +262,12 @@ def _pixel_env(config, seed: int, index: int):
 
 
 def _progress_curve(path: str) -> list:
-    """(agent steps, mean return of the last 100 games) of a ppo1 run's progress.csv."""
-    with open(path, newline="") as f:
-        return [(int(r["timesteps"]), float(r["ep_return_mean"])) for r in csv.DictReader(f)
-                if r["ep_return_mean"] not in ("", "nan")]
+    """(agent steps, mean return of the last 100 games) of a ppo1 run's progress.csv, as ppo1's plot reads it
+    (a resumed run's repeated iterations once; iterations before the first finished game left out)."""
+    from ppo1.plot import read_curve
+
+    steps, _hours, returns = read_curve(path)
+    return [(int(s), r) for s, r in zip(steps, returns)]
 
 
 def _write_curve(path: str, rows: list) -> None:

@@ -212,7 +212,8 @@ def test_reference_gives_sb3_a_pixel_env_as_ppo1_preprocesses_it_with_each_episo
 def test_reference_takes_ppo1s_curve_from_a_run_folder_it_did_not_start(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    (run / "progress.csv").write_text("iteration,timesteps,ep_return_mean\n1,1024,nan\n2,2048,3.5\n3,3072,4.0\n")
+    (run / "progress.csv").write_text("iteration,timesteps,ep_return_mean,time_elapsed\n1,1024,nan,1\n2,2048,3.5,2\n"
+                                      "3,3072,4.0,3\n")
     r = subprocess.run([sys.executable, "-m", "bench.reference", "--only", "plot", "--preset", "paper",
                         "--out", str(tmp_path / "out"), "--ppo1_run", str(run)], cwd=REPO, capture_output=True,
                        text=True)
