@@ -5,9 +5,6 @@
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-# --no-compile: no .pyc for every file of every wheel (torch's alone took 30 s of a 2-core set-up);
-# Python writes them for the modules it imports, on first import.
-PIP    := $(PY) -m pip install --quiet --no-compile
 MPIRUN := $(VENV)/bin/mpirun
 NP     ?= 2
 ENV    ?= PongNoFrameskip-v4
@@ -21,15 +18,15 @@ venv: $(VENV)/.installed
 
 procgen: venv
 	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 13))' || { echo "make: Procgen needs Python 3.13 or newer; $(VENV) has $$($(PY) -V): make procgen PYTHON=python3.13 VENV=.venv313" >&2; exit 1; }
-	$(PIP) -e '.[test,procgen]'
+	$(PY) -m pip install --quiet -e '.[test,procgen]'
 
 # torch==2.13.0 first: the CPU build lies on disk here; a looser request pulls a multi-GB CUDA build.
 $(VENV)/.installed: setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { test '$(origin PYTHON)' = file && python3 -m venv $(VENV); } \
 	  || { echo 'make: PYTHON=$(PYTHON) cannot make $(VENV) (with pyenv, give the full path: PYTHON=$$(pyenv root)/versions/<version>/bin/python3.13)' >&2; exit 1; }
-	$(PIP) --upgrade pip
-	$(PIP) torch==2.13.0
-	$(PIP) -e '.[test,vizdoom]'
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test,vizdoom]'
 	@touch $@
 
 # `make train`: Pong with --preset fast on 2 ranks x 4 envs (fast's 8 actors on Pong); ends by itself (16 to 42
