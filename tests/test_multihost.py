@@ -20,7 +20,7 @@ from ppo1.watchdog import EXIT_CODE
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RANK = [sys.executable, os.path.join(HERE, "multihost", "rank.py")]
-LIMIT = 20  # --watchdog_timeout of the run whose link is cut (above a loaded machine's iteration time)
+LIMIT = 12  # --watchdog_timeout of the run whose link is cut (above a loaded machine's iteration time)
 TRAIN = ["--env_steps", "100000", "--envs_per_rank", "1", "--timesteps_per_actorbatch", "64",
          "--optim_batchsize", "32", "--num_threads", "1", "--save_interval", "1", "--sync_check_interval", "1",
          "--model_name", "mh"]
