@@ -22,13 +22,12 @@ procgen: venv
 	$(INSTALL) -e '.[test,procgen]'
 
 # uv installs the packages into the venv (the venv's pip installs uv): on 2 cores it sets the venv up in about
-# half pip's time. It writes no bytecode; Python writes each module's on its first import, as make's commands
-# may write it even where PYTHONDONTWRITEBYTECODE is set (without it, each of the suite's processes compiles
-# torch anew). uv is given pip's PIP_FIND_LINKS (FIND_LINKS=DIR for another folder of wheels).
-# torch==2.13.0 first: the CPU build lies on disk here; a looser request pulls a multi-GB CUDA build.
-unexport PYTHONDONTWRITEBYTECODE
+# half pip's time, compiling the bytecode on both cores (without it, where PYTHONDONTWRITEBYTECODE is set, each
+# of the suite's processes would compile torch anew). uv is given pip's PIP_FIND_LINKS (FIND_LINKS=DIR for
+# another folder of wheels). torch==2.13.0 first: the CPU build lies on disk here; a looser request pulls a
+# multi-GB CUDA build.
 FIND_LINKS ?= $(PIP_FIND_LINKS)
-INSTALL     = $(VENV)/bin/uv pip install --quiet --python $(PY) $(foreach d,$(FIND_LINKS),--find-links $(d))
+INSTALL     = $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) $(foreach d,$(FIND_LINKS),--find-links $(d))
 $(VENV)/.installed: setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { test '$(origin PYTHON)' = file && python3 -m venv $(VENV); } \
 	  || { echo 'make: PYTHON=$(PYTHON) cannot make $(VENV) (with pyenv, give the full path: PYTHON=$$(pyenv root)/versions/<version>/bin/python3.13)' >&2; exit 1; }
