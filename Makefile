@@ -18,7 +18,7 @@ venv: $(VENV)/.installed
 
 procgen: venv
 	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 13))' || { echo "make: Procgen needs Python 3.13 or newer; $(VENV) has $$($(PY) -V): make procgen PYTHON=python3.13 VENV=.venv313" >&2; exit 1; }
-	@test -x $(VENV)/bin/uv || $(PY) -m pip install --quiet uv
+	@$(GET_UV)
 	$(INSTALL) -e '.[test,procgen]'
 
 # uv installs the packages into the venv (the venv's pip installs uv): on 2 cores it sets the venv up in about
@@ -27,11 +27,12 @@ procgen: venv
 # another folder of wheels). torch==2.13.0 first: the CPU build lies on disk here; a looser request pulls a
 # multi-GB CUDA build.
 FIND_LINKS ?= $(PIP_FIND_LINKS)
+GET_UV      = test -x $(VENV)/bin/uv || $(PY) -m pip install --quiet uv
 INSTALL     = $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) $(foreach d,$(FIND_LINKS),--find-links $(d))
 $(VENV)/.installed: setup.py
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { test '$(origin PYTHON)' = file && python3 -m venv $(VENV); } \
 	  || { echo 'make: PYTHON=$(PYTHON) cannot make $(VENV) (with pyenv, give the full path: PYTHON=$$(pyenv root)/versions/<version>/bin/python3.13)' >&2; exit 1; }
-	$(PY) -m pip install --quiet uv
+	$(GET_UV)
 	$(INSTALL) torch==2.13.0
 	$(INSTALL) -e '.[test,vizdoom]'
 	@touch $@
