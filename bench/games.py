@@ -13,8 +13,14 @@ another --steps) it refuses in one line.
 After training, `--mode play --episodes 10` and a greedy GIF of the start of one game.
 
 Writes, per game, under --out (default results/games/<preset>-<steps>M[-seedN][-tag]/<Game>[-v5]/): config.json,
-progress.csv, curve.png (with the published points of bench/published.json as markers), play.txt
-(the play summary), greedy.gif; for the set: results.md (one table) and curves.png (a grid).
+progress.csv, episodes.csv (every finished game: the agent steps at its end, its return and length),
+curve.png (with the published points of bench/published.json as markers), play.txt (the play summary),
+greedy.gif; for the set: results.md (one table) and curves.png (a grid).
+
+The table reads each curve (the mean of the last 100 games) at 0.5M, 1M and 2M agent steps and at the run's
+end, and beside it the mean of the games that ended in the 100k agent steps up to 1M and 2M: that is how the
+DreamerV3 repository's PPO is read (400k-frame bins), and on a long game (Enduro's day lasts 3,323 agent
+steps or more) the last 100 games reach back several hundred thousand steps.
 
 An A/B variant adds run_atari flags with --set and names its set with --tag:
     python -m bench.games --preset fast --steps 2e6 --games BeamRider --set=--ent_coef=0.02 --tag ent0.02
@@ -36,6 +42,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUBLISHED = os.path.join(REPO, "bench", "published.json")
 NP, ENVS_PER_RANK = 2, 4  # ranks; envs per rank for a preset that does not set its actors
 MARKS = (500_000, 1_000_000, 2_000_000)  # agent steps at which the table reads the curve
+BIN = 100_000  # agent steps: the DreamerV3 repository bins its PPO's scores per 400k frames (frame skip 4)
 GIF_FRAMES = 900  # 15 s of game
 
 
@@ -92,6 +99,33 @@ def at_steps(rows: list[tuple[int, float, float]], steps: int, slack: int = 8192
     if rows and rows[-1][0] >= steps - slack:
         return rows[-1][1]
     return math.nan
+
+
+def merge_games(run_dir: str, path: str) -> int:
+    """Write the run's finished games, all ranks' (episodes.rank<r>.csv), to one csv at `path` (timesteps,
+    return, length), in the order of the agent steps at which each ended. Returns how many."""
+    games = []
+    for name in sorted(os.listdir(run_dir)):
+        if name.startswith("episodes.rank") and name.endswith(".csv"):
+            games += [(int(r["timesteps"]), r["return"], r["length"])
+                      for r in read_csv(os.path.join(run_dir, name))]
+    games.sort(key=lambda g: g[0])
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["timesteps", "return", "length"])
+        w.writerows(games)
+    return len(games)
+
+
+def binned(games: list[tuple[int, float]], steps: int, end: int, slack: int = 8192) -> float:
+    """The mean return of the games (agent steps at its end, return) that ended in the BIN agent steps up to
+    `steps`, as the DreamerV3 repository reads its PPO (the mean of a 400k-frame bin, where the last 100
+    games of a long game reach back further); nan for a run that ended more than `slack` short of `steps`,
+    or no game in the bin."""
+    if end < steps - slack:
+        return math.nan
+    bin_ = [ret for t, ret in games if steps - BIN < t <= steps]
+    return sum(bin_) / len(bin_) if bin_ else math.nan
 
 
 def hns(score: float, pub: dict) -> float:
@@ -155,15 +189,20 @@ def summarize(out_dir: str) -> dict | None:
     if os.path.exists(os.path.join(out_dir, "play.txt")):
         with open(os.path.join(out_dir, "play.txt")) as f:
             play = f.read().strip()
+    binned_marks = None  # a folder from before episodes.csv was kept
+    if os.path.exists(os.path.join(out_dir, "episodes.csv")):
+        games = [(int(r["timesteps"]), float(r["return"])) for r in read_csv(os.path.join(out_dir, "episodes.csv"))]
+        binned_marks = {m: binned(games, m, steps) for m in MARKS[1:]}
     return {"env": cfg["env_name"], "preset": cfg["preset"], "variant": changes, "actors": actors, "steps": steps,
             "minutes": seconds / 60, "sps": steps / max(seconds, 1e-9), "final": final,
-            "marks": {m: at_steps(rows, m) for m in MARKS}, "play": play, "rows": rows}
+            "marks": {m: at_steps(rows, m) for m in MARKS}, "binned": binned_marks, "play": play, "rows": rows}
 
 
 def results_table(rows: dict[str, dict], published: dict) -> str:
     """The markdown table of the set: one row per game (label -> summarize())."""
-    head = ("| game | env id | preset | actors | agent steps | minutes | SPS | 0.5M | 1M | 2M | at end | ppo2 1M / 2M | "
-            "CleanRL 1M / 2M | DreamerV3-repo PPO 1M / 2M | 10M finals: paper / ppo2 / CleanRL | HNS at end |")
+    head = ("| game | env id | preset | actors | agent steps | minutes | SPS | 0.5M | 1M | 2M | at end | "
+            "100k-step bin at 1M / 2M | ppo2 1M / 2M | CleanRL 1M / 2M | DreamerV3-repo PPO 1M / 2M | "
+            "10M finals: paper / ppo2 / CleanRL | HNS at end |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, s in rows.items():
         pub = published["games"].get(game_name(s["env"]), {})
@@ -175,7 +214,9 @@ def results_table(rows: dict[str, dict], published: dict) -> str:
             f"| {name} | `{s['env']}`{note} | {preset} | {s['actors']} | {s['steps']:,} | {s['minutes']:.1f} | "
             f"{s['sps']:.0f} | "
             + " | ".join(_fmt(s["marks"][m]) for m in MARKS)
-            + f" | {_fmt(s['final'])} | {ref('ppo2') if ref else '–'} | {ref('cleanrl') if ref else '–'} | "
+            + f" | {_fmt(s['final'])} | "
+            + (" / ".join(_fmt(s["binned"][m]) for m in MARKS[1:]) if s["binned"] else "–")
+            + f" | {ref('ppo2') if ref else '–'} | {ref('cleanrl') if ref else '–'} | "
             + f"{ref('dreamerv3_ppo') if ref else '–'} | {finals} | "
             + (f"{hns(s['final'], pub):.2f}" if pub and not math.isnan(s["final"]) else "–") + " |")
     return "\n".join(lines) + "\n"
@@ -274,6 +315,7 @@ def run_game(env: str, args, run_name: str, out_dir: str) -> int:
     os.makedirs(out_dir, exist_ok=True)
     for name in ("config.json", "progress.csv"):
         shutil.copyfile(os.path.join(run_dir, name), os.path.join(out_dir, name))
+    merge_games(run_dir, os.path.join(out_dir, "episodes.csv"))
     if not os.path.exists(os.path.join(out_dir, "play.txt")):
         log = os.path.join(run_dir, "play.log")
         code = _run([*_mpirun(), sys.executable, "-m", "run_atari", "--mode", "play", "--episodes", "10", *common],

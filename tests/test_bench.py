@@ -113,6 +113,32 @@ def test_games_table_gives_the_score_at_the_end_of_a_run_longer_than_its_last_ma
     assert "| 4,000,000 | 4.0 | 16667 | 50.0 | 100.0 | 200.0 | 400.0 |" in row
 
 
+def test_games_table_gives_the_mean_of_the_games_ended_in_the_100k_steps_before_1m_and_2m(tmp_path):
+    # The DreamerV3 repository's PPO is read as the mean of a 400k-frame bin (100k agent steps); the last 100
+    # games of a long game reach back further. bench.games keeps every rank's games in one episodes.csv,
+    # and the table gives that bin's mean beside the curve; a run short of a mark has none there.
+    import json
+    from bench.games import load_published, merge_games, results_table, summarize
+    run, out = tmp_path / "run", tmp_path / "Enduro"
+    run.mkdir(), out.mkdir()
+    (run / "episodes.rank0.csv").write_text("return,length,time,timesteps\n"
+                                            "10.0,3323,1.0,899000\n20.0,3323,2.0,950000\n300.0,3323,3.0,1999872\n")
+    (run / "episodes.rank1.csv").write_text("return,length,time,timesteps\n40.0,3323,1.0,1000000\n"
+                                            "500.0,6651,4.0,1900001\n")
+    assert merge_games(str(run), str(out / "episodes.csv")) == 5
+    assert [line.split(",")[0] for line in (out / "episodes.csv").read_text().splitlines()] == \
+        ["timesteps", "899000", "950000", "1000000", "1900001", "1999872"]
+    (out / "config.json").write_text(json.dumps({"env_name": "EnduroNoFrameskip-v4", "preset": "fast",
+                                                 "timesteps_per_actorbatch": 128}))
+    rows = [f"{i},{i * 1024},{i / 10},{i}" for i in range(1, 1954)]
+    (out / "progress.csv").write_text("iteration,timesteps,ep_return_mean,time_elapsed\n" + "\n".join(rows) + "\n")
+    row = results_table({"Enduro": summarize(str(out))}, load_published()).splitlines()[-1]
+    assert "| 195.3 | 195.3 | 30.0 / 400.0 | – / – |" in row  # games 950k and 1M; 1,900,001 and 1,999,872
+    (out / "progress.csv").write_text("iteration,timesteps,ep_return_mean,time_elapsed\n" + "\n".join(rows[:1000]))
+    assert "| 100.0 | 30.0 / – | – / – |" in results_table({"Enduro": summarize(str(out))},
+                                                         load_published()).splitlines()[-1]  # ended at 1,024,000
+
+
 def test_games_table_names_the_flags_by_which_an_ab_variant_differs_from_its_preset(tmp_path):
     # bench.games --set=--FLAG=VALUE runs a variant of the preset; config.json is the record of what ran, so
     # the table names each learning setting that differs from the preset's, and a schedule the run
