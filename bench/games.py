@@ -42,6 +42,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUBLISHED = os.path.join(REPO, "bench", "published.json")
 NP, ENVS_PER_RANK = 2, 4  # ranks; envs per rank for a preset that does not set its actors
 MARKS = (500_000, 1_000_000, 2_000_000)  # agent steps at which the table reads the curve
+SLACK = 8192  # agent steps: a run ending this little short of a mark (a 2M schedule's last iteration) reaches it
 BIN = 100_000  # agent steps: the DreamerV3 repository bins its PPO's scores per 400k frames (frame skip 4)
 GIF_FRAMES = 900  # 15 s of game
 
@@ -89,7 +90,7 @@ def curve(rows: list[dict]) -> list[tuple[int, float, float]]:
     return out
 
 
-def at_steps(rows: list[tuple[int, float, float]], steps: int, slack: int = 8192) -> float:
+def at_steps(rows: list[tuple[int, float, float]], steps: int, slack: int = SLACK) -> float:
     """The curve's value at `steps` agent steps: its first row with at least `steps`, or, for a run that
     ends less than `slack` steps short of them (a 2M schedule's last iteration ends a few hundred steps
     short), its last row; nan if it never gets there."""
@@ -117,7 +118,7 @@ def merge_games(run_dir: str, path: str) -> int:
     return len(games)
 
 
-def binned(games: list[tuple[int, float]], steps: int, end: int, slack: int = 8192) -> float:
+def binned(games: list[tuple[int, float]], steps: int, end: int, slack: int = SLACK) -> float:
     """The mean return of the games (agent steps at its end, return) that ended in the BIN agent steps up to
     `steps`, as the DreamerV3 repository reads its PPO (the mean of a 400k-frame bin, where the last 100
     games of a long game reach back further); nan for a run that ended more than `slack` short of `steps`,
