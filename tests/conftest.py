@@ -4,11 +4,8 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 
 import pytest
 
@@ -42,24 +39,15 @@ def mpirun_command(np_: int) -> list[str]:
 
 class ForkServer:
     """tests/forkserver.py: one process that has imported torch, gymnasium and ppo1, forking a real child
-    process per single-process run and per rank of an `mpirun` run (each then pays no interpreter start and
-    no torch import; mpirun starts tests/rankstub.py, which hands its rank to this server)."""
+    process per single-process run (it then pays no interpreter start and no torch import). Only runs of one
+    process without MPI are forked, where what a test pins does not depend on how the process started: every
+    `mpirun` run starts real ranks (`python -m run_atari`), each with its own interpreter, imports, signal
+    dispositions and exit, as users start them."""
 
     def __init__(self):
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        self.dir = tempfile.mkdtemp(prefix="ppo1-forkserver-")
-        self.socket = os.path.join(self.dir, "socket")
-        self.proc = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "forkserver.py"),
-                                      "--socket", self.socket], cwd=REPO, env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-
-    def rank_command(self, args: list[str]) -> list[str]:
-        """What mpirun starts for each rank: the stub that hands the rank to this server."""
-        deadline = time.monotonic() + 60
-        while not os.path.exists(self.socket):
-            assert self.proc.poll() is None and time.monotonic() < deadline, "the fork server did not start"
-            time.sleep(0.01)
-        return [sys.executable, "-S", os.path.join(REPO, "tests", "rankstub.py"), self.socket, *args]
+        self.proc = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "forkserver.py")], cwd=REPO,
+                                     env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def run(self, cmd: list[str], args: list[str], timeout: float, cwd: str) -> subprocess.CompletedProcess:
         self.proc.stdin.write(json.dumps({"argv": args, "cwd": cwd, "timeout": timeout}) + "\n")
@@ -74,7 +62,6 @@ class ForkServer:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 _fork_server: ForkServer | None = None
@@ -96,17 +83,15 @@ def _close_fork_server():
 
 def run_cli(args: list[str], np_: int = 1, timeout: float = 300, cwd: str | None = None,
             module: str = "run_atari", env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run `python -m run_atari ARGS`, under `mpirun -np np_` when np_ > 1, with `env` added to the environment.
-    A single process with the suite's environment, and each rank of run_atari under mpirun (unless `env` sets
-    a PYTHON* variable, which must reach a fresh interpreter), is a child forked by the ForkServer."""
+    """Run `python -m run_atari ARGS`, under a real `mpirun -np np_ python -m run_atari ARGS` when np_ > 1, with
+    `env` added to the environment. A single process with the suite's environment (no --np, no `env`) is a
+    child forked by the ForkServer."""
     if np_ == 1 and module == "run_atari" and not env and not any(a.startswith("--np") for a in args):
         return fork_server().run([sys.executable, "-m", module, *args], list(args), timeout, cwd or REPO)
-    env_added = env or {}
-    env = dict(os.environ, **env_added, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, **(env or {}), PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", module, *args]
     if np_ > 1:
-        forked = module == "run_atari" and not any(k.startswith("PYTHON") for k in env_added)  # (its imports)
-        cmd = mpirun_command(np_) + (fork_server().rank_command(list(args)) if forked else cmd)
+        cmd = mpirun_command(np_) + cmd
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd or REPO, env=env)
 
 
