@@ -12,7 +12,7 @@ one it finds with other settings than this benchmark's (left by an older preset,
 another --steps) it refuses in one line.
 After training, `--mode play --episodes 10` and a greedy GIF of the start of one game.
 
-Writes, per game, under --out (default results/games/<preset>-<steps>M[-seedN][-tag]/<Game>[-v5]/): config.json,
+Writes, per game, under --out (default assets/games/<preset>-<steps>M[-seedN][-tag]/<Game>[-v5]/): config.json,
 progress.csv, episodes.csv (every finished game: the agent steps at its end, its return and length),
 curve.png (with the published points of bench/published.json as markers), play.txt (the play summary),
 greedy.gif; for the set: results.md (one table) and curves.png (a grid).
@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma-separated: game names (<Game>NoFrameskip-v4) or full ids such as ALE/Pong-v5")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint_dir", default=os.path.join("checkpoints", "games"))
-    p.add_argument("--out", help="default: results/games/<preset>-<steps>M[-seed<N> when N > 0][-<tag>]")
+    p.add_argument("--out", help="default: assets/games/<preset>-<steps>M[-seed<N> when N > 0][-<tag>]")
     p.add_argument("--only", choices=("report",), help="only rewrite the table and plots from what exists")
     p.add_argument("--set", dest="extra", action="append", default=[], metavar="--FLAG=VALUE",
                    help="an extra run_atari flag for every game (an A/B variant; use with --tag)")
@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     envs = [env_id(g.strip()) for g in args.games.split(",") if g.strip()]
     tag = f"-{args.tag}" if args.tag else ""
     seed = f"-seed{args.seed}" if args.seed else ""
-    out = os.path.abspath(args.out or os.path.join(REPO, "results", "games",
+    out = os.path.abspath(args.out or os.path.join(REPO, "assets", "games",
                                                    f"{args.preset}-{args.steps / 1e6:g}M{seed}{tag}"))
     published = load_published()
     if args.only != "report":

@@ -2,14 +2,14 @@
 
     python -m bench.learning pong                 # the PPO paper's Atari settings, 2 ranks x 4 envs
     python -m bench.learning cartpole --np 2      # baselines' MLP defaults
-    python -m bench.learning pong --env_steps 2e6 --out results/pong-2M
+    python -m bench.learning pong --env_steps 2e6 --out assets/pong-2M
     python -m bench.learning vizdoom-basic --run doom-norm -- --norm_reward   # run_atari flags after --
-    python -m bench.learning airstriker --random 20 --summary_only --out results/retro/airstriker
+    python -m bench.learning airstriker --random 20 --summary_only --out assets/retro/airstriker
                                                   # the floor: 20 whole games of uniformly random actions
 
 Writes checkpoint_dir/<run>/progress.csv (a real training run: rerunning resumes it), and the learning
 curve PNG and summary.txt (one line: steps, wall time, mean return of the last 100 real games)
-under --out (default results/<run>/).
+under --out (default assets/<run>/).
 """
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint_dir", default="checkpoints")
     p.add_argument("--run", help="run name (default: bench-<benchmark>)")
-    p.add_argument("--out", help="directory for the PNG and summary (default: results/<run>)")
+    p.add_argument("--out", help="directory for the PNG and summary (default: assets/<run>)")
     p.add_argument("--summary_only", action="store_true", help="only plot and summarise an existing run")
     p.add_argument("--random", type=int, metavar="GAMES",
                    help="also play GAMES whole games of uniformly random actions and write their mean to "
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ranks, envs = args.np or ranks, args.envs_per_rank or envs
     steps = args.env_steps or steps
     run = args.run or f"bench-{args.benchmark}"
-    out = args.out or os.path.join("results", run)
+    out = args.out or os.path.join("assets", run)
     if not args.summary_only:
         cmd = [*_mpirun(ranks), sys.executable, "-m", "run_atari", "--env_name", env_id, "--envs_per_rank",
                str(envs), "--env_steps", str(steps), "--seed", str(args.seed), "--checkpoint_dir",

@@ -4,7 +4,7 @@
     python -m bench.reference --preset paper --steps 1e6 --only ppo1    # one side (reuse the other's CSV)
     python -m bench.reference --preset paper --set init=orthogonal --tag orth   # an A/B variant
     python -m bench.reference --preset vizdoom --env_name VizdoomBasic-v1 --steps 1e5 --set env_steps=100000 \
-        --only sb3 --ppo1_run results/vizdoom/basic-vizdoom --out results/reference/vizdoom-basic
+        --only sb3 --ppo1_run assets/vizdoom/basic-vizdoom --out assets/reference/vizdoom-basic
                                                        # SB3 beside a ppo1 run that bench.learning made
 
 ppo1 runs as a user runs it (`mpirun -np 2 python -m run_atari --preset P --envs_per_rank 4`, 8 actors);
@@ -17,7 +17,7 @@ run follows the first tenth of a 10M schedule, as the published curves do), c1, 
 the same initialisation, gradient clipping only when the preset has it. SB3 standardises advantages
 per minibatch only; value clipping stays off on both sides.
 
-Writes under --out (default results/reference/<preset>[-tag]/): config.json (the resolved settings; with
+Writes under --out (default assets/reference/<preset>[-tag]/): config.json (the resolved settings; with
 --only sb3: sb3-config.json, so a ppo1 run's record stays), ppo1.csv and sb3.csv (agent steps,
 mean return of the last 100 real games), curves.png with both curves and the published reference
 points (shared/REFERENCE.md) as markers, and summary.txt (a line per side: steps, minutes, return).
@@ -328,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="override a Config field on both sides (an A/B variant)")
     p.add_argument("--tag", default="", help="suffix of the output directory for a variant")
     p.add_argument("--only", choices=("ppo1", "sb3", "plot"), help="run one side only, or only plot")
-    p.add_argument("--out", help="output directory (default: results/reference/<preset>[-<tag>])")
+    p.add_argument("--out", help="output directory (default: assets/reference/<preset>[-<tag>])")
     p.add_argument("--sb3_vec", choices=("dummy", "subproc"), default="dummy",
                    help="SB3's envs in its own process (DummyVecEnv) or one process each (SubprocVecEnv: "
                         "stable-retro, one emulator per process); on envs other than Atari")
@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench.reference: {e}", file=sys.stderr)
         return 2
     name = args.preset + (f"-{args.tag}" if args.tag else "")
-    out = os.path.abspath(args.out or os.path.join(REPO, "results", "reference", name))
+    out = os.path.abspath(args.out or os.path.join(REPO, "assets", "reference", name))
     os.makedirs(out, exist_ok=True)
     if args.only != "plot":  # the settings both sides read; config.json only where ppo1 runs (its record)
         name_json = "sb3-config.json" if args.only == "sb3" else "config.json"

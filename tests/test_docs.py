@@ -1,6 +1,6 @@
 """The documentation's links and the results it shows: every relative link and image in README.md and
 docs/*.md names a file or directory of the repository (and, for a link into a Markdown page, a heading of
-that page), every run folder under results/ is linked from a page, the README stays short enough to read
+that page), every run folder under assets/ is linked from a page, the README stays short enough to read
 in two minutes, and git tracks no checkpoint, no archive and no file over 2 MB."""
 from __future__ import annotations
 
@@ -129,12 +129,13 @@ def _resolved_links() -> set[str]:
     return found
 
 
-def test_every_results_folder_is_linked_from_a_page():
-    # A run's files are kept because a page shows them: a folder under results/ holding a run's record
+def test_every_assets_folder_is_linked_from_a_page():
+    # A run's files are kept because a page shows them: a folder under assets/ holding a run's record
     # (progress.csv or config.json) is linked from README.md or docs/*.md, itself or a file in it.
+    assert os.path.isdir(os.path.join(ROOT, "assets")) and not os.path.exists(os.path.join(ROOT, "results"))
     linked = _resolved_links()
     unlinked = []
-    for folder, _dirs, files in os.walk(os.path.join(ROOT, "results")):
+    for folder, _dirs, files in os.walk(os.path.join(ROOT, "assets")):
         if "progress.csv" in files or "config.json" in files:
             rel = os.path.relpath(folder, ROOT)
             if rel not in linked and not any(os.path.dirname(p) == rel for p in linked):
