@@ -2,14 +2,15 @@
 
 In the shape of the published PPO setups for Pokemon games: each action (an arrow and a button, pygba's 42
 combinations) held for `hold` frames (24: 0.4 s of the game), the screen as ppo1's CNNs read it (ppo1 turns
-it gray, resizes and stacks it: --frame_size, --frame_gray, --frame_stack), episodes of `max_episode_steps`
+it gray and resizes it: --frame_size, --frame_gray; one frame and an LSTM policy instead of a stack, as the
+published RecurrentPPO setup: --rnn lstm --frame_stack 1), episodes of `max_episode_steps`
 actions, and the rewards of pygba's `PokemonEmerald` wrapper (badges, cities visited, Pokemon seen and
 caught, trainers beaten, experience). Bring your own ROM (this project ships none):
 
     pip install -e '.[gba]'            # pygba, mgba and pillow; mgba needs Debian's libmgba0.10
     python -m run_atari --np 2 --env_name examples.pokemon_emerald:make_env \\
         --env_kwargs '{"rom": "/path/to/pokemon_emerald.gba"}' --envs_per_rank 12 --frame_size 96 \\
-        --env_steps 20000000 --snapshot_interval 10 --model_name emerald
+        --rnn lstm --frame_stack 1 --env_steps 20000000 --snapshot_interval 10 --model_name emerald
 
 `game_wrapper: false` plays any GBA ROM with no reward (the emulator path alone, as the tests do).
 """

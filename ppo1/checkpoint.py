@@ -150,12 +150,14 @@ class RankState:
     envs: Any                          # VecEnv.get_state(): emulator states, frame stacks, episode counters
     cuda_rng: torch.Tensor | None = None  # the CUDA generator where actions are sampled on a GPU
     reward_ret: torch.Tensor | None = None  # --norm_reward: the rank's running discounted returns (k,)
+    rnn_state: torch.Tensor | None = None  # --rnn: the policy's state of each env (k, state_size), on the CPU
 
     @classmethod
-    def capture(cls, rng: np.random.Generator, venv, device: torch.device, reward_ret: np.ndarray | None = None
-                ) -> "RankState":
+    def capture(cls, rng: np.random.Generator, venv, device: torch.device, reward_ret: np.ndarray | None = None,
+                rnn_state: torch.Tensor | None = None) -> "RankState":
         return cls(torch.get_rng_state(), rng.bit_generator.state, random.getstate(), venv.get_state(),
-                   devices.rng_state(device), None if reward_ret is None else torch.from_numpy(reward_ret.copy()))
+                   devices.rng_state(device), None if reward_ret is None else torch.from_numpy(reward_ret.copy()),
+                   None if rnn_state is None else rnn_state.detach().cpu().clone())
 
     def restore(self, rng: np.random.Generator, venv, device: torch.device) -> np.ndarray | None:
         """Put the generators and games back. Returns the envs' observations, None if none were saved."""
@@ -171,7 +173,7 @@ class RankState:
     @classmethod
     def from_dict(cls, data: dict) -> "RankState":
         return cls(data["torch_rng"], data["np_rng"], data["py_rng"], data["envs"], data.get("cuda_rng"),
-                   data.get("reward_ret"))
+                   data.get("reward_ret"), data.get("rnn_state"))
 
 
 @dataclasses.dataclass
@@ -390,10 +392,18 @@ def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
     check_obs_shape(state, obs_shape, config.env_name)
     if saved.model_type != config.model_type:
         raise PPO1Error(f"{path} holds a {saved.model_type!r} model, not --model_type={config.model_type}")
+    if (saved.rnn, saved.rnn_size) != (config.rnn, config.rnn_size):
+        held = "no recurrent core" if saved.rnn == "none" else f"{CORE_NAMES[saved.rnn]} core of {saved.rnn_size} units"
+        asked = "--rnn none" if config.rnn == "none" else f"--rnn {config.rnn} --rnn_size {config.rnn_size}"
+        raise PPO1Error(f"{path} holds a model with {held}, not {asked}: resume with the run's own --rnn, or "
+                        "give --fresh to start a new run")
     check_actions(path, (state.num_actions, state.action_nvec), config.env_name, (num_actions, action_nvec))
     if n_actors and state.n_actors != n_actors:
         raise PPO1Error(f"{path} was trained with {state.n_actors} actors (ranks x envs_per_rank), "
                         f"this run has {n_actors}")
+
+
+CORE_NAMES = {"lstm": "an LSTM", "gru": "a GRU"}
 
 
 def check_obs_shape(state: TrainState, obs_shape: tuple[int, ...] | None, env_name: str) -> None:

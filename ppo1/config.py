@@ -16,6 +16,8 @@ MODEL_TYPES = ("small", "large", "impala", "mlp")
 INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
 PRECISIONS = ("fp32", "bf16")
+RNN_CHOICES = ("none", "lstm", "gru")
+AUTO_BPTT = 32  # --bptt_len 0: the largest divisor of T up to this
 FRAME_NORMS = ("scale", "center")
 REWARD_CLIPS = ("auto", "sign", "none")
 DISTRIBUTION_MODES = ("easy", "hard", "extreme", "memory", "exploration")  # Procgen's
@@ -100,6 +102,16 @@ class Config:
         "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN of "
         "Espeholt et al. 2018: 3 stages of conv, max-pool and 2 residual blocks, 16/32/32 channels, fc 256; "
         "any image observation) or mlp (2x64 tanh, for vector observations; the default there)")
+    rnn: str = setting("none",
+        "memory: none, lstm or gru, a one-layer recurrent core between the torso and the heads, its state "
+        "carried across steps and zeroed at each episode's start. For games a few frames do not show whole "
+        "(partial observability: what happened long ago matters), usually with --frame_stack 1")
+    rnn_size: int = setting(256, "units of the --rnn core")
+    bptt_len: int = setting(0,
+        "--rnn: the update replays each env's steps in chunks of this many, from the state saved at each "
+        "chunk's start (gradients flow back within a chunk); it must divide --timesteps_per_actorbatch; 0 = "
+        "the largest divisor of it up to 32. A minibatch holds whole chunks: --optim_batchsize x envs per rank "
+        "rounded down to a multiple of it (at least one chunk)")
     model_name: str = setting("model-ppo1-defaults",
         "name of the run: its files live in checkpoint_dir/model_name/")
     checkpoint_dir: str = setting("checkpoints", "directory holding one sub-directory per run")
@@ -211,6 +223,12 @@ class Config:
         """Whether training clips the rewards of an env of `family` (ppo1.envs.env_family) to their sign."""
         return self.clip_reward == "sign" or (self.clip_reward == "auto" and family == "atari")
 
+    def seq_len(self) -> int:
+        """The steps of a chunk the update replays with --rnn (--bptt_len, or the largest divisor of T up
+        to AUTO_BPTT)."""
+        horizon = self.timesteps_per_actorbatch
+        return self.bptt_len or max(d for d in range(1, min(horizon, AUTO_BPTT) + 1) if horizon % d == 0)
+
     def ent_coef_at(self, alpha: float) -> float:
         """The entropy coefficient c2 at annealing factor alpha."""
         return self.ent_coef * alpha if self.anneal_ent else self.ent_coef
@@ -274,6 +292,13 @@ class Config:
                 f"--optim_batchsize={self.optim_batchsize} is invalid with --adv_norm minibatch and "
                 f"--envs_per_rank={self.envs_per_rank}: a rank's minibatch must hold at least 2 samples to "
                 "standardise its advantages")
+        if not isinstance(self.rnn_size, int) or not 1 <= self.rnn_size <= 8192:
+            bad("rnn_size", "a whole number from 1 to 8192")
+        if not isinstance(self.bptt_len, int) or self.bptt_len < 0:
+            bad("bptt_len", "a whole number >= 0 (0 = automatic)")
+        if self.bptt_len and self.timesteps_per_actorbatch % self.bptt_len:
+            raise PPO1Error(f"--bptt_len={self.bptt_len} is invalid: must divide --timesteps_per_actorbatch="
+                            f"{self.timesteps_per_actorbatch} (or 0: the largest divisor up to {AUTO_BPTT})")
         if finite("max_grad_norm") < 0.0:
             bad("max_grad_norm", ">= 0 (0 = off)")
         if finite("target_kl") < 0.0:
@@ -307,13 +332,17 @@ class Config:
             bad("clip_reward", f"one of {', '.join(REWARD_CLIPS)}")
         if self.adv_norm not in ADV_NORMS:
             bad("adv_norm", f"one of {', '.join(ADV_NORMS)}")
-        if self.preset not in PRESETS and self.preset not in ("mujoco", "procgen"):
+        if self.preset not in PRESETS and self.preset not in ("mujoco", "ppo_lstm", "procgen"):
             bad("preset", f"one of {', '.join(PRESETS)}, procgen")
         for f in dataclasses.fields(self):  # every on/off setting
             if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
                 bad(f.name, "true or false")
         if self.model_type not in MODEL_TYPES:
             bad("model_type", f"one of {', '.join(MODEL_TYPES)}")
+        if self.rnn not in RNN_CHOICES:
+            bad("rnn", f"one of {', '.join(RNN_CHOICES)}")
+        if self.rnn != "none" and self.compile:
+            raise PPO1Error(f"--compile is not supported with --rnn {self.rnn}: leave one of them out")
         if self.precision not in PRECISIONS:
             bad("precision", f"one of {', '.join(PRECISIONS)}")
         if self.precision != "fp32" and self.model_type == "mlp":

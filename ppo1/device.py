@@ -4,7 +4,7 @@ transfers of the rollout, device-free checkpoint state, and `--compile` with its
     spec = parse_device("cuda:1")                 # ("cuda", 1); PPO1Error for anything else
     dev = select_device("auto", local_rank)       # torch.device: cuda:<local_rank % gpus> or cpu
     configure(dev, deterministic)                 # cuDNN / cuBLAS settings of --deterministic
-    act = batched_act(policy, dev, example_obs)   # numpy obs (k, ...) -> numpy (actions, logp, values)
+    act = batched_act(policy, dev, example_obs)   # numpy obs (k, ...), state -> numpy (actions, logp, values), state
     state = to_cpu(optimizer.state_dict())        # checkpoints hold CPU tensors only
     forward = compiled_dist(policy, log)          # torch.compile'd training forward, eager on failure
 
@@ -155,9 +155,10 @@ def make_adam(params, device: torch.device, lr: float, eps: float):
     return Adam(params, lr=lr, eps=eps)
 
 
-def batched_act(policy, device: torch.device, obs: np.ndarray) -> Callable[[np.ndarray], tuple]:
-    """A function from the k envs' observations (k, ...) (shape and dtype as `obs`) to numpy
-    (actions (k, ...), log-probs (k,), values (k,)), running `policy.act` on `device`.
+def batched_act(policy, device: torch.device, obs: np.ndarray) -> Callable[..., tuple]:
+    """A function from the k envs' observations (k, ...) (shape and dtype as `obs`) and, with --rnn, their
+    states (k, state_size) on `device` (else None) to (actions (k, ...), log-probs (k,), values (k,)) as numpy
+    and the states after them (on `device`; None without --rnn), running `policy.act` on `device`.
 
     CPU: the observations are used in place (torch.from_numpy), as before. CUDA: they are copied
     into a pinned host buffer and sent as one non-blocking copy; actions, log-probs and values
@@ -165,9 +166,9 @@ def batched_act(policy, device: torch.device, obs: np.ndarray) -> Callable[[np.n
     one transfer per step.
     """
     if device.type == "cpu":
-        def act_cpu(o: np.ndarray) -> tuple:
-            action, logp, value = policy.act(torch.from_numpy(o))
-            return action.numpy(), logp.numpy(), value.numpy()
+        def act_cpu(o: np.ndarray, state: torch.Tensor | None = None) -> tuple:
+            action, logp, value, state = policy.act(torch.from_numpy(o), state=state)
+            return action.numpy(), logp.numpy(), value.numpy(), state
         return act_cpu
 
     pinned = torch.empty(obs.shape, dtype=torch.from_numpy(obs[:0]).dtype).pin_memory()
@@ -177,13 +178,13 @@ def batched_act(policy, device: torch.device, obs: np.ndarray) -> Callable[[np.n
     action_dtype = np.dtype(policy.action_dtype)
     a_width = int(np.prod(action_shape)) if action_shape else 1
 
-    def act_device(o: np.ndarray) -> tuple:
+    def act_device(o: np.ndarray, state: torch.Tensor | None = None) -> tuple:
         host[...] = o  # the previous step's transfer back has completed, so the buffer is free
-        action, logp, value = policy.act(pinned.to(device, non_blocking=True))
+        action, logp, value, state = policy.act(pinned.to(device, non_blocking=True), state=state)
         packed = torch.cat([action.reshape(k, a_width).double(), logp.reshape(k, 1).double(),
                             value.reshape(k, 1).double()], dim=1).cpu().numpy()  # (k, A + 2)
         actions = packed[:, :a_width].astype(action_dtype).reshape(k, *action_shape)
-        return actions, packed[:, a_width].astype(np.float32), packed[:, a_width + 1].astype(np.float32)
+        return actions, packed[:, a_width].astype(np.float32), packed[:, a_width + 1].astype(np.float32), state
     return act_device
 
 

@@ -108,7 +108,8 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
         check_actions(f"checkpoint {path}", (state.num_actions, state.action_nvec), saved.env_name,
                       (num_actions, action_nvec(actions)))
         checkpoint.check_obs_shape(state, shape, saved.env_name)
-    policy = build(saved.model_type, actions, shape, frame_norm=saved.frame_norm, vec_dim=vec_dim)
+    policy = build(saved.model_type, actions, shape, frame_norm=saved.frame_norm, vec_dim=vec_dim, rnn=saved.rnn,
+                   rnn_size=saved.rnn_size)
     try:
         policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
     except RuntimeError as e:  # a checkpoint without obs_shape, of another env
@@ -117,28 +118,48 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
 
 
 @torch.no_grad()
-def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator: torch.Generator):
-    """The action for one observation: the most probable (greedy) or one sampled from pi.
+def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator: torch.Generator,
+                  state: torch.Tensor | None = None):
+    """The action for one observation: the most probable (greedy) or one sampled from pi; `state`: a
+    recurrent policy's state (1, state_size) before obs (None without --rnn).
 
-    Returns an int (Discrete actions), an int64 array (dims,) (MultiDiscrete, MultiBinary: the most probable
-    or a sampled index per dimension) or a float32 array (Box actions). Samples with its own
-    generator, so evaluation never moves the global torch RNG that training uses. A policy on a GPU
-    computes the distribution there; the action is drawn on the CPU with the same generator.
+    Returns (action, the state after obs): the action an int (Discrete actions), an int64 array (dims,)
+    (MultiDiscrete, MultiBinary: the most probable or a sampled index per dimension) or a float32 array
+    (Box actions). Samples with its own generator, so evaluation never moves the global torch RNG that
+    training uses. A policy on a GPU computes the distribution there; the action is drawn on the CPU with the
+    same generator.
     """
     device = next(policy.parameters()).device
-    dist, _value = policy.dist(torch.from_numpy(obs).unsqueeze(0).to(device))
+    dist, _value, state = policy.step(torch.from_numpy(obs).unsqueeze(0).to(device), state)
     if getattr(policy, "continuous", False):
         base = dist.base_dist
         mean, std = base.mean.cpu(), base.stddev.cpu()
         noise = 0.0 if greedy else std * torch.randn(mean.shape, generator=generator)
-        return (mean + noise)[0].numpy()
+        return (mean + noise)[0].numpy(), state
     if isinstance(dist, MultiCategorical):
         if greedy:
-            return dist.mode[0].cpu().numpy()
-        return np.array([int(torch.multinomial(d.probs.cpu(), 1, generator=generator)) for d in dist.dists], np.int64)
+            return dist.mode[0].cpu().numpy(), state
+        return np.array([int(torch.multinomial(d.probs.cpu(), 1, generator=generator)) for d in dist.dists],
+                        np.int64), state
     if greedy:
-        return int(dist.logits.argmax(-1))
-    return int(torch.multinomial(dist.probs.cpu(), 1, generator=generator))
+        return int(dist.logits.argmax(-1)), state
+    return int(torch.multinomial(dist.probs.cpu(), 1, generator=generator)), state
+
+
+class Player:
+    """Chooses the actions of one game after another: a recurrent policy's state is carried from step to
+    step and starts from zeros at each game's start (`new_game`)."""
+
+    def __init__(self, policy: ActorCritic, greedy: bool, generator: torch.Generator):
+        self.policy, self.greedy, self.generator = policy, greedy, generator
+        self.new_game()
+
+    def new_game(self) -> None:
+        self.state = self.policy.initial_state(1, next(self.policy.parameters()).device)
+
+    def __call__(self, obs: np.ndarray):
+        action, self.state = choose_action(self.policy, obs, self.greedy, self.generator, self.state)
+        return action
 
 
 def generator_for(seed: np.random.SeedSequence) -> torch.Generator:
@@ -150,12 +171,13 @@ def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.
                on_game: Callable[[Episode], None] = lambda ep: None) -> list[Episode]:
     """Play n whole games in `env` (from make_eval_env). Returns their Episodes."""
     games: list[Episode] = []
-    obs = env.reset()
+    obs, player = env.reset(), Player(policy, greedy, generator)
     while len(games) < n:
-        obs, _reward, _done, episode = env.step(choose_action(policy, obs, greedy, generator))
+        obs, _reward, _done, episode = env.step(player(obs))
         if episode is not None:
             games.append(episode)
             on_game(episode)
+            player.new_game()
     return games
 
 
@@ -193,7 +215,7 @@ def open_game(env_name: str, seed: np.random.SeedSequence, levels: ProcgenLevels
         obs = env.reset()
         return env, obs, env.rgb().shape[:2], env.fps
     if family == "atari":
-        env = AtariEnv(env_name, seed, episode_life=False)
+        env = AtariEnv(env_name, seed, episode_life=False, stack=options.atari_stack)
         return env, None, tuple(env.ale.getScreenDims()), FPS
     env = make_eval_env(env_name, seed, render_mode="rgb_array", options=options)
     obs = env.reset()
@@ -211,9 +233,9 @@ def stream_game(policy: ActorCritic, env, obs: np.ndarray | None, sink: Callable
         obs = env.reset()
     else:
         sink(env.rgb())
-    finished, steps, episode = False, 0, None
+    finished, steps, episode, player = False, 0, None, Player(policy, greedy, generator)
     while not finished and not enough():
-        obs, _reward, _done, episode = env.step(choose_action(policy, obs, greedy, generator))
+        obs, _reward, _done, episode = env.step(player(obs))
         steps += 1
         finished = episode is not None
         if not atari and not finished:  # a finished GymEnv has already reset: skip that frame

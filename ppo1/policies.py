@@ -11,7 +11,12 @@ a categorical (Discrete actions), one per dimension (MultiDiscrete, MultiBinary)
 state-independent log-std (Box actions) and a value. Linear layers use baselines' normc initialisation
 (policy head gain 0.01); conv layers use baselines' Glorot-uniform (= Xavier uniform).
 
-Every policy has `dist(obs) -> (distribution, value)` and `act(obs, greedy) -> (action, logp, value)`.
+With `--rnn lstm` or `gru`, a RecurrentCore (one layer of `--rnn_size`) sits between the torso and the heads:
+the policy then carries a state per env (zeros at each episode's start) and replays the rollout's chunks
+of steps in the update from the states saved at their starts (`replay`).
+
+Every policy has `step(obs, state) -> (distribution, value, state)` and `act(obs, greedy, state) -> (action,
+logp, value, state)` (state None without a core); feed-forward ones also `dist(obs) -> (distribution, value)`.
 """
 from __future__ import annotations
 
@@ -46,17 +51,36 @@ def _linear(n_in: int, n_out: int, std: float) -> nn.Linear:
     return lin
 
 
+RNN_KINDS = ("lstm", "gru")
+
+
 class ActorCritic(nn.Module):
-    """A policy with a value head: subclasses define `dist(obs) -> (distribution, value (B,))`."""
+    """A policy with a value head: subclasses define `features(obs) -> (B, F)` (the torso) and
+    `heads(h) -> (distribution parameters, value (B,))`; `core`, when set (`--rnn`), is a RecurrentCore
+    between them."""
 
     action_shape: tuple = ()
     action_dtype = np.int64
     nvec: tuple[int, ...] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """obs (B, ...) -> (distribution parameters (B, ...), value (B,)): the network, without the
-        distribution object (what `--compile` compiles)."""
+    def __init__(self):
+        super().__init__()
+        self.core: RecurrentCore | None = None  # --rnn lstm / gru
+
+    def features(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs (B, ...) -> the torso's features (B, F)."""
         raise NotImplementedError
+
+    def heads(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features (B, F) (the core's outputs, with --rnn) -> (distribution parameters (B, ...), value (B,))."""
+        raise NotImplementedError
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """obs (B, ...) -> (distribution parameters (B, ...), value (B,)): the feed-forward network, without
+        the distribution object (what `--compile` compiles). A recurrent policy runs `step` or `replay`."""
+        if self.core is not None:
+            raise TypeError("a recurrent policy runs step(obs, state) or replay(obs, starts, state0)")
+        return self.heads(self.features(obs))
 
     def distribution(self, out: torch.Tensor):
         """The action distribution for the first output of forward."""
@@ -69,14 +93,38 @@ class ActorCritic(nn.Module):
         return False
 
     def dist(self, obs: torch.Tensor):
-        """(distribution over actions, value (B,))."""
+        """(distribution over actions, value (B,)) of a feed-forward policy."""
         out, value = self(obs)
         return self.distribution(out), value
 
+    def initial_state(self, n: int, device: torch.device | str = "cpu") -> torch.Tensor | None:
+        """The recurrent state of n envs at an episode's start (zeros (n, state_size)); None without --rnn."""
+        return None if self.core is None else torch.zeros(n, self.core.state_size, device=device)
+
+    def step(self, obs: torch.Tensor, state: torch.Tensor | None):
+        """One step of B envs: (distribution, value (B,), the state after obs (None without --rnn))."""
+        if self.core is None:
+            dist, value = self.dist(obs)
+            return dist, value, None
+        h, state = self.core.step(self.features(obs), state)
+        out, value = self.heads(h)
+        return self.distribution(out), value, state
+
+    def replay(self, obs: torch.Tensor, starts: torch.Tensor, state0: torch.Tensor):
+        """A recurrent policy over n chunks of L steps: obs (n L, ...) chunk after chunk, starts (n, L) bool
+        (True: the step begins an episode), state0 (n, state_size) the state before each chunk. Returns
+        (distribution, value (n L,)), step for step as `step` computed them in the rollout."""
+        n, length = starts.shape
+        h = self.features(obs)
+        h = self.core.sequences(h.reshape(n, length, -1), starts, state0).reshape(n * length, -1)
+        out, value = self.heads(h)
+        return self.distribution(out), value
+
     @torch.no_grad()
-    def act(self, obs: torch.Tensor, greedy: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sample (or take the most probable) actions. Returns (actions (B, ...), log-probs (B,), values (B,))."""
-        dist, value = self.dist(obs)
+    def act(self, obs: torch.Tensor, greedy: bool = False, state: torch.Tensor | None = None):
+        """Sample (or take the most probable) actions. Returns (actions (B, ...), log-probs (B,), values (B,),
+        the state after obs (None without --rnn))."""
+        dist, value, state = self.step(obs, state)
         if greedy:
             base = dist.base_dist if isinstance(dist, Independent) else dist
             if isinstance(base, MultiCategorical):
@@ -85,7 +133,70 @@ class ActorCritic(nn.Module):
                 action = base.mean if isinstance(base, Normal) else base.logits.argmax(-1)
         else:
             action = dist.sample()
-        return action, dist.log_prob(action), value
+        return action, dist.log_prob(action), value, state
+
+
+class RecurrentCore(nn.Module):
+    """One LSTM or GRU layer (torch's fused nn.LSTM / nn.GRU) between a policy's torso and its heads.
+
+    The state of n envs is one tensor (n, state_size): h (LSTM: h and c side by side), zeros at an
+    episode's start. `step` advances it by one observation; `sequences` replays chunks of L steps from
+    the states saved at their starts, cut at the episode starts inside them, in one fused call."""
+
+    def __init__(self, kind: str, n_in: int, size: int):
+        super().__init__()
+        if kind not in RNN_KINDS:
+            raise PPO1Error(f"--rnn={kind!r} is invalid: must be one of none, {', '.join(RNN_KINDS)}")
+        self.kind, self.size = kind, size
+        self.rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(n_in, size, batch_first=True)
+        self.state_size = 2 * size if kind == "lstm" else size
+        for name, param in self.rnn.named_parameters():  # CleanRL ppo_atari_lstm: orthogonal, zero biases
+            if name.startswith("weight"):
+                nn.init.orthogonal_(param, 1.0)
+            else:
+                nn.init.zeros_(param)
+
+    def _hidden(self, state: torch.Tensor):
+        """(n, state_size) -> what nn.LSTM (h0, c0) or nn.GRU (h0) takes: (1, n, size) each."""
+        if self.kind == "lstm":
+            h, c = state.split(self.size, dim=-1)
+            return h.unsqueeze(0).contiguous(), c.unsqueeze(0).contiguous()
+        return state.unsqueeze(0).contiguous()
+
+    def _state(self, hidden) -> torch.Tensor:
+        return torch.cat([hidden[0][0], hidden[1][0]], dim=-1) if self.kind == "lstm" else hidden[0]
+
+    def step(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of n envs: x (n, n_in), state (n, state_size) -> (output (n, size), next state)."""
+        out, hidden = self.rnn(x.unsqueeze(1), self._hidden(state))
+        return out[:, 0], self._state(hidden)
+
+    def sequences(self, x: torch.Tensor, starts: torch.Tensor, state0: torch.Tensor) -> torch.Tensor:
+        """n chunks of L steps: x (n, L, n_in); starts (n, L) bool, True where a step begins an episode
+        (the state there is zeros); state0 (n, state_size), the state before each chunk's first step.
+        Returns the outputs (n, L, size), as `step` gives them one step at a time.
+
+        Each chunk is cut into pieces at the episode starts inside it; the pieces run as one packed batch
+        (the first from its chunk's saved state, the others from zeros)."""
+        n, length = starts.shape
+        if not bool(starts[:, 1:].any()):  # no episode starts inside a chunk: whole chunks
+            return self.rnn(x, self._hidden(state0))[0]
+        begins = starts.clone()
+        begins[:, 0] = True
+        flat = begins.reshape(-1)
+        piece = flat.cumsum(0) - 1                       # (n L,) the piece of each step
+        first = flat.nonzero().squeeze(1)                # (P,) the flat index of each piece's first step
+        lengths = torch.diff(first, append=first.new_tensor([n * length]))
+        pos = torch.arange(n * length, device=x.device) - first[piece]  # each step's place in its piece
+        padded = x.new_zeros(len(first), length, x.shape[-1])
+        padded[piece, pos] = x.reshape(n * length, -1)
+        init = state0.new_zeros(len(first), self.state_size)
+        at_chunk_start = first % length == 0
+        init[at_chunk_start] = state0[first[at_chunk_start] // length]
+        packed = nn.utils.rnn.pack_padded_sequence(padded, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, _ = self.rnn(packed, self._hidden(init))
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=length)
+        return out[piece, pos].reshape(n, length, self.size)
 
 
 class ResidualBlock(nn.Module):
@@ -166,7 +277,7 @@ class CnnPolicy(ActorCritic):
 
     def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4, init: str = "normc",
                  frame_norm: str = "scale", obs_shape: tuple[int, int, int] | None = None,
-                 nvec: tuple[int, ...] | None = None, vec_dim: int = 0):
+                 nvec: tuple[int, ...] | None = None, vec_dim: int = 0, rnn: str = "none", rnn_size: int = 256):
         super().__init__()
         obs_shape = tuple(obs_shape or (in_channels, 84, 84))
         self.vec_dim = vec_dim
@@ -205,20 +316,24 @@ class CnnPolicy(ActorCritic):
         if nvec is not None:  # num_actions = sum(nvec)
             self.nvec, self.action_shape = tuple(nvec), (len(nvec),)
         self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16 (see forward)
-        self.pi = _linear(hidden + vec_dim, num_actions, 0.01)
-        self.vf = _linear(hidden + vec_dim, 1, 1.0)
+        n_features = hidden + vec_dim
+        if rnn != "none":  # the torso's features (and the Dict's vector entries) enter the core
+            self.core = RecurrentCore(rnn, n_features, rnn_size)
+            n_features = rnn_size
+        self.pi = _linear(n_features, num_actions, 0.01)
+        self.vf = _linear(n_features, 1, 1.0)
         if init == "orthogonal":
             orthogonal_init_(self, {self.pi: 0.01, self.vf: 1.0})
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """obs (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) -> (logits (B, A) float32, value (B,) float32)."""
+    def features(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) -> the torso's features (B, hidden + vec_dim) float32."""
         image = obs[:, :-1] if self.vec_dim else obs
         x = self.torso_input(image)
         if self.autocast_dtype is not None and torch.is_grad_enabled():
             # --precision bf16, in the update only (the rollouts run without gradients: in fp32, as
             # there a batch of a few frames ran slower in bf16): the torso under autocast, its
-            # features back to float32 for the heads, so log-probabilities and values keep float32's
-            # precision where the ratio and losses are formed.
+            # features back to float32 for the core and heads, so log-probabilities and values keep
+            # float32's precision where the ratio and losses are formed.
             with torch.autocast(obs.device.type, dtype=self.autocast_dtype):
                 h = self.torso(x)
             h = h.float()
@@ -226,6 +341,10 @@ class CnnPolicy(ActorCritic):
             h = self.torso(x)
         if self.vec_dim:
             h = torch.cat([h, self.vec_rms.normalize(self.vector(obs))], -1)
+        return h
+
+    def heads(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features (B, F) -> (logits (B, A) float32, value (B,) float32)."""
         return self.pi(h), self.vf(h).squeeze(-1)
 
     def vector(self, obs: torch.Tensor) -> torch.Tensor:
@@ -304,13 +423,18 @@ class RunningMeanStd(nn.Module):
 class MlpPolicy(ActorCritic):
     """baselines' mlp_policy: normalised observations, separate 2x64 tanh networks for pi and V."""
 
-    def __init__(self, obs_dim: int, action_space, hidden: int = 64, layers: int = 2):
+    def __init__(self, obs_dim: int, action_space, hidden: int = 64, layers: int = 2, rnn: str = "none",
+                 rnn_size: int = 256):
         super().__init__()
         import gymnasium
         self.ob_rms = RunningMeanStd((obs_dim,))
+        n_features = obs_dim
+        if rnn != "none":  # as sb3-contrib's MlpLstmPolicy: the normalised observations enter the core
+            self.core = RecurrentCore(rnn, obs_dim, rnn_size)
+            n_features = rnn_size
 
         def mlp(out: int, gain: float) -> nn.Sequential:
-            mods, n_in = [], obs_dim
+            mods, n_in = [], n_features
             for _ in range(layers):
                 mods += [_linear(n_in, hidden, 1.0), nn.Tanh()]
                 n_in = hidden
@@ -340,10 +464,13 @@ class MlpPolicy(ActorCritic):
         self.ob_rms.update(obs, allreduce_sum)
         return True
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """obs (B, D) -> (logits or Gaussian mean (B, A), value (B,))."""
-        z = self.ob_rms.normalize(obs)
-        return self.pi(z), self.vf(z).squeeze(-1)
+    def features(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs (B, D) -> the normalised observations (B, D)."""
+        return self.ob_rms.normalize(obs)
+
+    def heads(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, F) -> (logits or Gaussian mean (B, A), value (B,))."""
+        return self.pi(h), self.vf(h).squeeze(-1)
 
     def distribution(self, out: torch.Tensor):
         """Categorical (Discrete actions), one per dimension (MultiDiscrete, MultiBinary) or diagonal Gaussian
@@ -357,14 +484,14 @@ class MlpPolicy(ActorCritic):
 
 
 def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84), init: str = "normc",
-          frame_norm: str = "scale", vec_dim: int = 0) -> nn.Module:
+          frame_norm: str = "scale", vec_dim: int = 0, rnn: str = "none", rnn_size: int = 256) -> nn.Module:
     """The policy of `--model_type` for an action space (or a number of discrete actions) and observations:
     Discrete, MultiDiscrete or MultiBinary actions (and 1-D Box with `mlp`); vec_dim: numbers packed into the
-    images' last channel (CnnPolicy)."""
+    images' last channel (CnnPolicy); rnn (`lstm`, `gru`, `none`): a RecurrentCore of rnn_size before the heads."""
     if model_type == "mlp":
         if len(obs_shape) != 1:
             raise PPO1Error(f"--model_type=mlp needs vector observations, not shape {obs_shape}")
-        return MlpPolicy(obs_shape[0], action_space)
+        return MlpPolicy(obs_shape[0], action_space, rnn=rnn, rnn_size=rnn_size)
     if model_type in ("small", "large", "impala") and (len(obs_shape) != 3 or min(obs_shape) < 1):
         raise PPO1Error(f"--model_type={model_type} needs image observations (C, H, W), not shape {obs_shape}; "
                         "use --model_type mlp")
@@ -376,4 +503,4 @@ def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84
     nvec = None if isinstance(action_space, int) else action_nvec(action_space)
     num_actions = action_space if isinstance(action_space, int) else head_size(action_space)  # sum(nvec) or n
     return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape), nvec=nvec,
-                     vec_dim=vec_dim)
+                     vec_dim=vec_dim, rnn=rnn, rnn_size=rnn_size)

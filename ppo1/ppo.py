@@ -164,7 +164,7 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     and their parameters identical. Advantages are standardised over the rank's batch
     (`adv_norm="batch"`, baselines ppo1: done by Segment.batch) or over each minibatch ("minibatch",
     ppo2). `dist_fn(obs) -> (distribution, values)` replaces `policy.dist` for the forward pass (the
-    `--compile`d one).
+    `--compile`d one) in a feed-forward policy; a recurrent one replays each minibatch's chunks (Batch.forward).
     Returns the mean of each statistic over all minibatches of this rank whose loss was computed, and
     `epochs`: the epochs run, counted in minibatch steps (2.5 = stopped halfway through the third).
     Raises NonFiniteUpdate, before that minibatch's step, when the averaged gradients are not finite.
@@ -172,16 +172,15 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     for group in optimizer.param_groups:
         group["lr"] = hp.lr
     params = [p for p in policy.parameters()]
-    dist_fn = dist_fn or policy.dist
     totals = torch.zeros(len(STAT_KEYS), device=batch.obs.device)
-    count, steps, per_epoch = 0, 0, len(batch) // hp.minibatch
+    count, steps, per_epoch = 0, 0, batch.minibatch_count(hp.minibatch)
     for epoch in range(hp.epochs):
         stop = False
         for i, mb in enumerate(batch.minibatches(hp.minibatch)):
             a = mb.adv
             if hp.adv_norm == "minibatch":
                 a = (a - a.mean()) / (a.std() + 1e-8)
-            dist, values = dist_fn(mb.obs)
+            dist, values = mb.forward(policy, dist_fn)  # with --rnn: the chunks replayed from their saved states
             loss, stats = ppo_loss(dist, values, mb.actions, mb.logp, a, mb.returns, hp.clip, hp.vf_coef,
                                    hp.ent_coef, old_values=mb.values if hp.clip_vloss else None)
             totals += torch.stack([stats[k] for k in STAT_KEYS])

@@ -13,6 +13,18 @@ VECTOR_DEFAULTS = {
     "optim_stepsize": 3e-4, "optim_batchsize": 64, "epsilon": 0.2, "ent_coef": 0.0, "gamma": 0.99, "lam": 0.95,
 }
 
+# Vector observations with --rnn (their default then): rl-zoo's ppo_lstm settings for CartPoleNoVel-v1
+# (sb3-contrib RecurrentPPO): 8 envs of T 32 (one chunk each), 20 epochs of one 256-sample minibatch, step
+# size 1e-3 and clip 0.2 annealed, no entropy bonus, gamma 0.98, lambda 0.8, observations and rewards
+# normalised (VecNormalize), and what it keeps of SB3's defaults: c1 0.5, gradient-norm clip 0.5, advantages
+# standardised per minibatch. Its actors are ranks x --envs_per_rank (RECURRENT_VECTOR_ACTORS, rounded up).
+RECURRENT_VECTOR = {
+    "model_type": "mlp", "env_steps": 1_000_000, "timesteps_per_actorbatch": 32, "optim_epochs": 20,
+    "optim_stepsize": 1e-3, "optim_batchsize": 32, "epsilon": 0.2, "ent_coef": 0.0, "gamma": 0.98, "lam": 0.8,
+    "norm_reward": True, "vf_coef": 0.5, "max_grad_norm": 0.5, "adv_norm": "minibatch",
+}
+RECURRENT_VECTOR_ACTORS = 8
+
 # CleanRL ppo_atari.py (= baselines ppo2's Atari settings): Nature CNN, 4 epochs, orthogonal init, c1 0.25
 # (their vf_coef 0.5 times their 0.5 x squared error), gradient-norm clip 0.5, per-minibatch advantage
 # standardisation, clip 0.1 constant, the value loss clipped around the rollout's values (--clip-vloss).
@@ -76,8 +88,13 @@ PRESET_HELP = {
             "(envs_per_rank = actors / ranks, rounded up; see docs/history.md)",
     "vizdoom": "ViZDoom's ids (their default): the paper's settings with 10 epochs, minibatches of 4 samples "
                "per actor and --norm_reward; differs from paper: that (measured on VizdoomBasic-v1)",
-    "mujoco": "vector-observation envs (their default): baselines' run_mujoco.py (MLP 2x64 tanh, T 2048, "
-              "10 epochs, step size 3e-4, clip 0.2); as its source",
+    "mujoco": "vector-observation envs (their default without --rnn): baselines' run_mujoco.py (MLP 2x64 tanh, "
+              "T 2048, 10 epochs, step size 3e-4, clip 0.2); as its source",
+    "ppo_lstm": "vector-observation envs with --rnn (their default then): rl-zoo's ppo_lstm settings for "
+                "CartPoleNoVel (8 envs, T 32, 20 epochs of one 256-sample minibatch, step size 1e-3 and clip "
+                "0.2 annealed, c2 0, gamma 0.98, lambda 0.8, rewards normalised; SB3's c1 0.5, gradient clipping "
+                "0.5, per-minibatch advantages); differs: its 8 envs are ranks "
+                "x --envs_per_rank here, the core (--rnn_size) is shared by the policy and value networks",
     "procgen": "procgen:<game> envs (their default and only preset): the Procgen paper's PPO, easy mode (IMPALA "
                "CNN, 200 levels, T 256, 3 epochs, step size 5e-4, clip 0.2 constant, value loss clipped, gamma "
                "0.999, rewards normalised, 25M steps); differs: its 64 envs are ranks x --envs_per_rank here",
@@ -106,7 +123,8 @@ def fast_optim_batchsize(actors: int, horizon: int, envs_per_rank: int = 1) -> i
 # than Atari and Procgen (`pixels`) take the Atari presets: the same CNNs on stacks of 84x84 gray frames.
 IMAGE_PRESETS = ("paper", "fast", "cleanrl", "baselines", "vizdoom")
 FAMILY_PRESETS = {"atari": IMAGE_PRESETS, "pixels": IMAGE_PRESETS,
-                  "vector": ("mujoco",), "procgen": ("procgen",)}
+                  "vector": ("mujoco", "ppo_lstm"), "procgen": ("procgen",)}
+VECTOR_PRESETS = {"mujoco": VECTOR_DEFAULTS, "ppo_lstm": RECURRENT_VECTOR}
 # The flags of the `pixels` family's preprocessing: refused for the other families.
 FRAME_FLAGS = ("frame_skip", "frame_size", "frame_gray", "frame_stack", "obs_key", "obs_vectors")
 
@@ -128,17 +146,23 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
     if family == "pixels":  # a known package's preset and settings (ViZDoom: its preset, 4 tics per action)
         from ppo1.envref import resolve
         package = resolve(env_name, given.get("env_kwargs", Config.env_kwargs)).package
-    name = given.get("preset", package.preset if package and package.preset else FAMILY_PRESETS[family][0])
+    recurrent = given.get("rnn", Config.rnn) != "none"
+    default = "ppo_lstm" if family == "vector" and recurrent else FAMILY_PRESETS[family][0]
+    name = given.get("preset", package.preset if package and package.preset else default)
     if (name == "procgen") != (family == "procgen"):
         raise PPO1Error(f"--preset={name} is for procgen:<game> envs only" if name == "procgen" else
                         f"--preset={name} is not for Procgen games; procgen:<game> envs use --preset procgen")
-    if name == "mujoco" and family == "pixels":
-        raise PPO1Error(f"--preset=mujoco is for vector-observation envs; {env_name} has image observations: use "
+    if name in VECTOR_PRESETS and family == "pixels":
+        raise PPO1Error(f"--preset={name} is for vector-observation envs; {env_name} has image observations: use "
                         f"{', '.join(FAMILY_PRESETS['pixels'])}")
-    frame_flags = [f for f in FRAME_FLAGS if f in given]
+    atari_stack = family == "atari" and recurrent  # memory instead of a stack: --rnn lstm --frame_stack 1
+    frame_flags = [f for f in FRAME_FLAGS if f in given and not (atari_stack and f == "frame_stack")]
     if frame_flags and family != "pixels":
+        why = "Atari keeps the DeepMind preprocessing" if family == "atari" else family
+        if family == "atari" and frame_flags[0] == "frame_stack":
+            why += "; with --rnn lstm or gru it takes --frame_stack"
         raise PPO1Error(f"--{frame_flags[0]} is for image-observation envs other than Atari and Procgen, not "
-                        f"{env_name} ({'Atari keeps the DeepMind preprocessing' if family == 'atari' else family})")
+                        f"{env_name} ({why})")
     if "episode_life" in given and family != "atari":
         raise PPO1Error(f"--episode_life is for Atari games (a lost life), not {env_name}")
     if given.get("max_episode_steps") and family in ("atari", "procgen"):
@@ -146,13 +170,16 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
                         f"({'Atari cuts a game at 108,000 frames, as baselines' if family == 'atari' else 'its games end by themselves'})")
     if name == "procgen":
         return {"preset": name, **PROCGEN_PRESET}
+    if name == "ppo_lstm":
+        return {"preset": name, **RECURRENT_VECTOR,
+                "envs_per_rank": -(-RECURRENT_VECTOR_ACTORS // max(1, n_ranks))}
     if name == "mujoco":
         return {"preset": name, **VECTOR_DEFAULTS}
     if name not in PRESETS:
         raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
     if family not in ("atari", "pixels"):
         raise PPO1Error(f"--preset={name} is for Atari games and other image-observation envs; vector-observation "
-                        "envs use --preset mujoco")
+                        "envs use --preset mujoco or ppo_lstm")
     values = {"preset": name, **PRESETS[name]}
     if family == "pixels":  # a Dict's vector entries reach the network (runs saved before that lack the field)
         values["obs_vectors"] = True

@@ -3,7 +3,7 @@ samples as one flat batch on the policy's device, in shuffled minibatches for th
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -23,6 +23,9 @@ class Batch:
     values (N,): V_old, the rollout's values (for --clip_vloss; None where not kept).
     `rng` is the rank's generator that shuffles them (its state is checkpointed: a resumed run
     draws the same minibatches).
+    With --rnn the samples are chunks of `seq_len` consecutive steps of one env, chunk after chunk:
+    starts (N,) bool (the step begins an episode), state0 (N / seq_len, state_size) the policy's state
+    before each chunk's first step.
     """
 
     obs: torch.Tensor
@@ -32,29 +35,65 @@ class Batch:
     returns: torch.Tensor
     rng: np.random.Generator
     values: torch.Tensor | None = None
+    starts: torch.Tensor | None = None
+    state0: torch.Tensor | None = None
+    seq_len: int = 1
 
     def __len__(self) -> int:
         return self.obs.shape[0]
 
+    def _take(self, idx: torch.Tensor, chunks: torch.Tensor | None = None) -> "Batch":
+        pick = (lambda x: None if x is None else x[idx])
+        return Batch(self.obs[idx], self.actions[idx], self.logp[idx], self.adv[idx], self.returns[idx], self.rng,
+                     pick(self.values), pick(self.starts), None if chunks is None else self.state0[chunks],
+                     self.seq_len)
+
+    def chunks_per_minibatch(self, size: int) -> int:
+        """--rnn: the whole chunks a minibatch of `size` samples holds (at least one)."""
+        return max(1, size // self.seq_len)
+
+    def minibatch_count(self, size: int) -> int:
+        """The minibatches of one epoch (see minibatches)."""
+        if self.state0 is None:
+            return len(self) // size
+        return len(self.state0) // self.chunks_per_minibatch(size)
+
     def minibatches(self, size: int) -> Iterator["Batch"]:
         """One epoch: the samples in a fresh random order (one rng.permutation(N) per call), N // size
         minibatches of `size` each (baselines, CleanRL): the N % size left over sit this epoch out, so
-        every Adam step weighs as many samples and none averages over one. size <= N."""
-        perm = torch.from_numpy(self.rng.permutation(len(self))).to(self.obs.device)
-        for start in range(0, len(self) - size + 1, size):
-            idx = perm[start:start + size]
-            yield Batch(self.obs[idx], self.actions[idx], self.logp[idx], self.adv[idx], self.returns[idx], self.rng,
-                        None if self.values is None else self.values[idx])
+        every Adam step weighs as many samples and none averages over one. size <= N.
+        With --rnn whole chunks are shuffled instead (one rng.permutation(chunks)), each minibatch
+        chunks_per_minibatch(size) of them, the same count on every rank."""
+        if self.state0 is None:
+            perm = torch.from_numpy(self.rng.permutation(len(self))).to(self.obs.device)
+            for start in range(0, len(self) - size + 1, size):
+                yield self._take(perm[start:start + size])
+            return
+        per, steps = self.chunks_per_minibatch(size), torch.arange(self.seq_len, device=self.obs.device)
+        perm = torch.from_numpy(self.rng.permutation(len(self.state0))).to(self.obs.device)
+        for start in range(0, len(perm) - per + 1, per):
+            chunks = perm[start:start + per]
+            yield self._take((chunks[:, None] * self.seq_len + steps).reshape(-1), chunks)
+
+    def forward(self, policy: torch.nn.Module, dist_fn: Callable | None = None):
+        """(distribution, values (N,)) of `policy` on these samples: a feed-forward pass (through `dist_fn`
+        when given: the --compile'd one), or with --rnn a replay of the chunks from their saved states."""
+        if self.state0 is None:
+            return (dist_fn or policy.dist)(self.obs)
+        return policy.replay(self.obs, self.starts.view(-1, self.seq_len), self.state0)
 
     @torch.no_grad()
     def relabel(self, policy: torch.nn.Module, chunk: int = 1024) -> None:
         """Set logp and values to those of `policy` as it is now (pi_old of the update), in forward passes
-        of `chunk` samples: after its input statistics moved (Trainer.update), so the update's first
-        ratio is 1, as baselines assigns old = new after updating its ob_rms."""
+        of about `chunk` samples (whole --rnn chunks): after its input statistics moved (Trainer.update),
+        so the update's first ratio is 1, as baselines assigns old = new after updating its ob_rms."""
         logp, values = [], []  # new tensors: on the CPU, logp and values share the Segment's buffers
+        chunk = max(chunk // self.seq_len, 1) * self.seq_len
         for start in range(0, len(self), chunk):
-            dist, v = policy.dist(self.obs[start:start + chunk])
-            logp.append(dist.log_prob(self.actions[start:start + chunk]))
+            idx = torch.arange(start, min(start + chunk, len(self)), device=self.obs.device)
+            part = self._take(idx, None if self.state0 is None else idx[::self.seq_len] // self.seq_len)
+            dist, v = part.forward(policy)
+            logp.append(dist.log_prob(part.actions))
             values.append(v)
         self.logp = torch.cat(logp).float()
         if self.values is not None:
@@ -77,31 +116,51 @@ class Segment:
     #                                       a time limit at step t, else 0 (see advantages.gae)
     advantages: np.ndarray | None = None  # (T, k) float32: GAE(lambda), set after collection
     returns: np.ndarray | None = None     # (T, k) float32: TD(lambda) value targets, likewise
+    states0: np.ndarray | None = None     # --rnn: (T / L, k, state_size) float32, the policy's state before
+    #                                       steps 0, L, 2L, ... (L = seq_len): where the update's chunks start
+    seq_len: int = 1                      # --rnn: L
 
     def batch(self, device: torch.device, rng: np.random.Generator, standardize_adv: bool) -> Batch:
         """The segment's samples flattened to one Batch on `device` (copied there once per iteration).
-        `standardize_adv`: advantages standardised over the whole batch (baselines ppo1)."""
+        `standardize_adv`: advantages standardised over the whole batch (baselines ppo1). With --rnn the
+        samples are laid out env after env, each env's T steps as T / L chunks of L."""
         n = self.rewards.size  # T x k samples on this rank
         adv = self.advantages.reshape(n)
+        adv = (standardize(adv) if standardize_adv else adv).reshape(self.rewards.shape)
+        if self.states0 is None:
+            def flat(x: np.ndarray) -> torch.Tensor:
+                return torch.from_numpy(x.reshape(n, *x.shape[2:])).to(device)
+            return Batch(flat(self.obs), flat(self.actions), flat(self.logp), flat(adv), flat(self.returns), rng,
+                         flat(self.values))
 
-        def flat(x: np.ndarray) -> torch.Tensor:
-            return torch.from_numpy(x.reshape(n, *x.shape[2:])).to(device)
-        return Batch(flat(self.obs), flat(self.actions), flat(self.logp), flat(standardize(adv) if standardize_adv else adv),
-                     flat(self.returns), rng, flat(self.values))
+        def flat(x: np.ndarray) -> torch.Tensor:  # (T, k, ...) -> (k, T, ...) -> (k T, ...)
+            return torch.from_numpy(np.ascontiguousarray(x.swapaxes(0, 1)).reshape(-1, *x.shape[2:])).to(device)
+        starts = np.zeros_like(self.dones)
+        starts[1:] = self.dones[:-1]  # the step after an episode's last begins the next (step 0: state0 holds it)
+        return Batch(flat(self.obs), flat(self.actions), flat(self.logp), flat(adv), flat(self.returns), rng,
+                     flat(self.values), flat(starts), flat(self.states0), self.seq_len)
 
 
 class Collector:
-    """Steps k envs for T steps per call, reusing its buffers; times env and inference separately."""
+    """Steps k envs for T steps per call, reusing its buffers; times env and inference separately. With
+    --rnn it carries the policy's state of each env across steps and calls (zeros at each episode's start)."""
 
     def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray,
-                 device: torch.device = torch.device("cpu"), profile: Profile | None = None):
+                 device: torch.device = torch.device("cpu"), profile: Profile | None = None,
+                 seq_len: int = 1, state: torch.Tensor | None = None):
         """venv: a VecEnv (VecAtari or VecGym); obs: (k, ...) the envs' current observations (reset or
         restored); device: where `policy` is (one batched transfer each way per step when not the CPU);
-        profile: where the seconds stepping envs ("env") and in forward passes ("inference") add up."""
+        profile: where the seconds stepping envs ("env") and in forward passes ("inference") add up;
+        --rnn: seq_len, the update's chunk length (a divisor of T), and state (k, state_size), the envs'
+        restored states (None: zeros, as at their episodes' start)."""
         self.venv, self.policy, self.T = venv, policy, horizon
         k = venv.num_envs
         self.obs = obs.copy()  # (k, ...): the next observation
-        self.act = batched_act(policy, device, self.obs)  # (k, ...) -> numpy (actions, logp, values)
+        self.act = batched_act(policy, device, self.obs)  # (k, ...), state -> numpy (actions, logp, values), state
+        self.state = policy.initial_state(k, device)  # (k, state_size) or None (feed-forward)
+        if self.state is not None and state is not None:
+            self.state.copy_(state)
+        recurrent = self.state is not None
         self.seg = Segment(
             obs=np.zeros((horizon, *self.obs.shape), self.obs.dtype),
             actions=np.zeros((horizon, k, *policy.action_shape), policy.action_dtype),
@@ -111,14 +170,17 @@ class Collector:
             dones=np.zeros((horizon, k), bool),
             last_value=np.zeros(k, np.float32),
             episodes=[],
-            cut_values=np.zeros((horizon, k), np.float32))
+            cut_values=np.zeros((horizon, k), np.float32),
+            states0=np.zeros((horizon // seq_len, k, self.state.shape[1]), np.float32) if recurrent else None,
+            seq_len=seq_len if recurrent else 1)
         self.profile = profile or Profile()
         self.device = device
 
     @torch.no_grad()
-    def value(self, obs: np.ndarray) -> np.ndarray:
-        """V of observations (n, ...) (no action drawn: the policy's random stream is left as it is)."""
-        return self.policy.dist(torch.from_numpy(obs).to(self.device))[1].float().cpu().numpy()
+    def value(self, obs: np.ndarray, state: torch.Tensor | None) -> np.ndarray:
+        """V of observations (n, ...) (with --rnn: from the states (n, state_size) that led to them); no
+        action is drawn, so the policy's random stream is left as it is."""
+        return self.policy.step(torch.from_numpy(obs).to(self.device), state)[1].float().cpu().numpy()
 
     def collect(self) -> Segment:
         """Run the policy for T steps in every env. Returns the (reused) Segment buffer."""
@@ -127,8 +189,10 @@ class Collector:
         seg.cut_values[:] = 0.0
         for t in range(self.T):
             seg.obs[t] = self.obs
+            if self.state is not None and t % seg.seq_len == 0:  # where a chunk of the update starts
+                seg.states0[t // seg.seq_len] = self.state.cpu().numpy()
             start = clock.now()
-            seg.actions[t], seg.logp[t], seg.values[t] = self.act(seg.obs[t])
+            seg.actions[t], seg.logp[t], seg.values[t], state = self.act(seg.obs[t], self.state)
             mid = clock.now()
             obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
             self.obs[:] = obs
@@ -139,7 +203,10 @@ class Collector:
             if self.venv.cut:  # episodes cut by a time limit: the value of their last observation
                 with clock.timer("inference"):
                     envs = sorted(self.venv.cut)
-                    seg.cut_values[t, envs] = self.value(np.stack([self.venv.cut[i] for i in envs]))
+                    seg.cut_values[t, envs] = self.value(np.stack([self.venv.cut[i] for i in envs]),
+                                                         None if state is None else state[envs])
+            if state is not None:  # an episode that ended starts the next from zeros
+                self.state = state * torch.from_numpy(~seg.dones[t]).to(state.device, state.dtype)[:, None]
         with clock.timer("inference"):
-            seg.last_value[:] = self.act(self.obs)[2]
+            seg.last_value[:] = self.act(self.obs, self.state)[2]
         return seg

@@ -114,6 +114,7 @@ class Trainer:
         self.config, self.comm, self.log, self.fresh, self.stop_after = config, comm, log, fresh, stop_after
         self.profile = comm.profile  # env, inference, update and comm (allreduce) seconds of this rank
         self.exit_code, self.reason = 0, "done"
+        self.rnn_state = None  # --rnn: the envs' states restored from a checkpoint (None: zeros)
 
     def run(self) -> dict:
         """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after`
@@ -169,7 +170,8 @@ class Trainer:
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
                                self.venv.obs.itemsize, comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
-                                init=cfg.init, frame_norm=cfg.frame_norm, vec_dim=self.venv.vec_dim).to(self.device)
+                                init=cfg.init, frame_norm=cfg.frame_norm, vec_dim=self.venv.vec_dim,
+                                rnn=cfg.rnn, rnn_size=cfg.rnn_size).to(self.device)
             self.reward_norm = RewardNormalizer(cfg.envs_per_rank, cfg.gamma) if cfg.norm_reward else None
             self.sign_rewards = cfg.sign_rewards(self.venv.family)
             if cfg.precision == "bf16":
@@ -226,6 +228,7 @@ class Trainer:
             self.reward_norm.load_state_dict(saved.reward_norm)
         if saved.n_ranks == self.comm.size:
             restored = saved.rank(self.comm.rank).restore(self.rng, self.venv, self.device)
+            self.rnn_state = saved.rank(self.comm.rank).rnn_state  # --rnn: the envs' states, with their games
             ret = saved.rank(self.comm.rank).reward_ret
             if self.reward_norm is not None and ret is not None:
                 self.reward_norm.ret[:] = ret.numpy()
@@ -254,7 +257,7 @@ class Trainer:
         self.recorder = Recorder(progress)
         self.episode_log = EpisodeLog(cfg.run_dir, comm.rank, warn=self.log if comm.is_root else None)
         self.collector = Collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
-                                   self.profile)
+                                   self.profile, cfg.seq_len(), self.rnn_state)
         self.dist_fn = devices.CompiledDist(self.policy, lambda m: self.log(m)) if cfg.compile else None
         self.start, self.start_steps, self.start_iteration = time.time(), state.timesteps, state.iteration
 
@@ -341,8 +344,8 @@ class Trainer:
         comm, state = self.comm, self.state
         self.wd.phase = "checkpoint gather"
         norm = self.reward_norm  # --norm_reward: its statistics (rank 0's = every rank's) and each rank's returns
-        ranks = comm.gather(RankState.capture(self.rng, self.venv, self.device,
-                                              None if norm is None else norm.ret).to_dict())
+        ranks = comm.gather(RankState.capture(self.rng, self.venv, self.device, None if norm is None else norm.ret,
+                                              self.collector.state).to_dict())
         problem = None
         if comm.is_root:
             snapshot = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()),

@@ -105,9 +105,10 @@ def test_cpu_batched_act_is_policy_act_on_the_same_arrays():
     obs = np.random.default_rng(0).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)
     act = batched_act(policy, torch.device("cpu"), obs)
     torch.manual_seed(1)
-    a, lp, v = act(obs)
+    a, lp, v, state = act(obs)
     torch.manual_seed(1)
-    a2, lp2, v2 = policy.act(torch.from_numpy(obs))
+    a2, lp2, v2, _ = policy.act(torch.from_numpy(obs))
+    assert state is None  # a feed-forward policy carries no state
     assert a.dtype == np.int64 and lp.dtype == v.dtype == np.float32
     np.testing.assert_array_equal(a, a2.numpy())
     np.testing.assert_array_equal(lp, lp2.numpy())
@@ -273,7 +274,7 @@ def test_cuda_batched_act_matches_the_cpu_policy(monkeypatch):
     gpu = build("small", 6).cuda()
     gpu.load_state_dict(policy.state_dict())
     obs = np.random.default_rng(0).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)
-    a, lp, v = batched_act(gpu, torch.device("cuda"), obs)(obs)
+    a, lp, v, _ = batched_act(gpu, torch.device("cuda"), obs)(obs)
     assert a.shape == (3,) and a.dtype == np.int64 and lp.dtype == v.dtype == np.float32
     dist, value = policy.dist(torch.from_numpy(obs))
     np.testing.assert_allclose(v, value.detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -64,10 +64,13 @@ def test_a_gba_rom_trains_under_mpirun_resumes_plays_records_and_snapshots(tmp_p
     kwargs = json.dumps({"rom": str(rom), "game_wrapper": False, "hold": 4, "max_episode_steps": 40})
     run = ["--env_name", "examples.pokemon_emerald:make_env", "--env_kwargs", kwargs, "--checkpoint_dir",
            str(tmp_path / "ck"), "--model_name", "gba"]
-    r = run_cli([*TINY, *run, "--env_steps", "1024", "--stop_after_iterations", "1", "--snapshot_interval", "1"],
-                np_=2)
+    memory = ["--rnn", "lstm", "--frame_stack", "1"]  # the example's documented command: memory, no stack
+    r = run_cli([*TINY, *run, *memory, "--env_steps", "1024", "--stop_after_iterations", "1", "--snapshot_interval",
+                 "1"], np_=2)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "2 ranks x 2 envs" in r.stdout and (tmp_path / "ck" / "gba" / "snapshot.png").exists()
+    saved = json.loads((tmp_path / "ck" / "gba" / "config.json").read_text())
+    assert (saved["rnn"], saved["frame_stack"]) == ("lstm", 1)
     r = run_cli([*TINY, *run, "--env_steps", "1024"], np_=2)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "resuming from" in r.stdout and "ppo1: done: 1024 steps in 2 iterations" in r.stdout

@@ -21,7 +21,7 @@ def test_help_prints_the_sections_and_each_preset_on_its_own_line():
     assert r.returncode == 0
     for title in GROUPS:
         assert f"\n{title}:\n" in r.stdout
-    assert set(PRESET_HELP) == {*PRESETS, "mujoco", "procgen"}
+    assert set(PRESET_HELP) == {*PRESETS, "mujoco", "ppo_lstm", "procgen"}
     for name in PRESET_HELP:
         assert any(line.strip().startswith(f"{name}: ") for line in r.stdout.splitlines()), name
 

@@ -47,7 +47,7 @@ def test_discrete_mlp_policy_is_two_separate_tanh_networks_with_normc_heads():
     assert sum(isinstance(m, torch.nn.Tanh) for m in policy.pi) == 2
     assert sum(isinstance(m, torch.nn.Tanh) for m in policy.vf) == 2
     torch.testing.assert_close(policy.pi[-1].weight.norm(dim=1), torch.full((3,), 0.01))
-    a, logp, v = policy.act(torch.zeros(5, 4))
+    a, logp, v, _ = policy.act(torch.zeros(5, 4))
     assert a.shape == (5,) and a.dtype == torch.int64 and logp.shape == v.shape == (5,)
 
 
@@ -55,7 +55,7 @@ def test_multidiscrete_mlp_policy_has_one_head_of_sum_nvec_logits_and_integer_ve
     policy = build("mlp", gymnasium.spaces.MultiBinary(3), (4,))
     assert not policy.continuous and policy.nvec == (2, 2, 2) and policy.pi[-1].out_features == 6
     torch.testing.assert_close(policy.pi[-1].weight.norm(dim=1), torch.full((6,), 0.01))
-    a, logp, v = policy.act(torch.zeros(5, 4))
+    a, logp, v, _ = policy.act(torch.zeros(5, 4))
     assert a.shape == (5, 3) and a.dtype == torch.int64 and logp.shape == v.shape == (5,)
     assert policy.action_shape == (3,) and policy.action_dtype == np.int64
 
@@ -88,13 +88,13 @@ def test_gaussian_policy_has_state_independent_log_std_and_sums_log_probs():
     policy = build("mlp", space, (3,))
     assert policy.continuous and torch.equal(policy.logstd.data, torch.zeros(2))
     obs = torch.randn(4, 3)
-    a, logp, _ = policy.act(obs)
+    a, logp, _, _ = policy.act(obs)
     assert a.shape == (4, 2) and a.dtype == torch.float32
     dist, _ = policy.dist(obs)
     mean = dist.base_dist.mean
     expected = torch.distributions.Normal(mean, torch.ones_like(mean)).log_prob(a).sum(-1)
     torch.testing.assert_close(logp, expected)
-    greedy, _, _ = policy.act(obs, greedy=True)
+    greedy, _, _, _ = policy.act(obs, greedy=True)
     torch.testing.assert_close(greedy, mean)
 
 

@@ -52,7 +52,7 @@ def test_a_breakout_game_played_lasts_through_all_five_lives(breakout_run):
     generator = generator_for(np.random.SeedSequence(4))
     obs, lives, score, episode = env.reset(), [env.ale.lives()], 0.0, None
     while episode is None:
-        obs, reward, done, episode = env.step(choose_action(trained.policy, obs, False, generator))
+        obs, reward, done, episode = env.step(choose_action(trained.policy, obs, False, generator)[0])
         score += reward
         if episode is None and env.ale.lives() != lives[-1]:
             lives.append(env.ale.lives())

@@ -37,9 +37,9 @@ def test_frames_are_scaled_inside_the_model():
 def test_act_samples_valid_actions_and_greedy_takes_argmax():
     policy = build("small", 4)
     obs = torch.randint(0, 256, (64, 4, 84, 84), dtype=torch.uint8)
-    a, logp, v = policy.act(obs)
+    a, logp, v, _ = policy.act(obs)
     assert a.min() >= 0 and a.max() < 4 and logp.shape == v.shape == (64,)
-    g, _, _ = policy.act(obs, greedy=True)
+    g, _, _, _ = policy.act(obs, greedy=True)
     assert torch.equal(g, policy(obs)[0].argmax(-1))
 
 
@@ -182,14 +182,14 @@ def test_multidiscrete_and_multibinary_actions_get_one_categorical_per_dimension
     policy = build("small", gymnasium.spaces.MultiDiscrete([3, 2]))
     assert policy.pi.out_features == 5 and policy.nvec == (3, 2) and policy.action_shape == (2,)
     obs = torch.randint(0, 256, (8, 4, 84, 84), dtype=torch.uint8)
-    a, logp, v = policy.act(obs)
+    a, logp, v, _ = policy.act(obs)
     assert a.shape == (8, 2) and a.dtype == torch.int64 and logp.shape == v.shape == (8,)
     assert a[:, 0].max() < 3 and a[:, 1].max() < 2 and a.min() >= 0
     logits = policy(obs)[0]
     first, second = torch.log_softmax(logits[:, :3], -1), torch.log_softmax(logits[:, 3:], -1)
     expected = first.gather(1, a[:, :1]).squeeze(1) + second.gather(1, a[:, 1:]).squeeze(1)
     torch.testing.assert_close(logp, expected)
-    greedy, _, _ = policy.act(obs, greedy=True)
+    greedy, _, _, _ = policy.act(obs, greedy=True)
     assert torch.equal(greedy, torch.stack([logits[:, :3].argmax(-1), logits[:, 3:].argmax(-1)], -1))
     binary = build("impala", gymnasium.spaces.MultiBinary(12), (4, 64, 64))
     assert binary.pi.out_features == 24 and binary.nvec == (2,) * 12 and binary.action_shape == (12,)

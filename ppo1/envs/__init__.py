@@ -88,6 +88,11 @@ class EnvOptions:
     max_episode_steps: int = 0
     episode_life: bool = True
 
+    @property
+    def atari_stack(self) -> int:
+        """The frames an Atari observation stacks: 4, or --frame_stack (which Atari takes with --rnn)."""
+        return self.frames.stack if self.frames is not None else 4
+
     @classmethod
     def of(cls, config) -> "EnvOptions":
         """The run's options, from its Config."""
@@ -124,7 +129,7 @@ def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, levels: Procg
     if family == "procgen":
         return VecProcgen(env_id, num_envs, seed, rank, levels)
     if family == "atari":
-        return VecAtari(env_id, num_envs, seed, rank, options.episode_life)
+        return VecAtari(env_id, num_envs, seed, rank, options.episode_life, options.atari_stack)
     envs: list = []
     try:
         for i in range(num_envs):
@@ -144,5 +149,5 @@ def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | 
     if family == "procgen":
         return ProcgenEnv(env_id, seed, levels)
     if family == "atari":
-        return AtariEnv(env_id, seed, episode_life=False, render_mode=render_mode)
+        return AtariEnv(env_id, seed, episode_life=False, render_mode=render_mode, stack=options.atari_stack)
     return make_gym_env(env_id, seed, render_mode, options)

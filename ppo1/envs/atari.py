@@ -7,7 +7,8 @@ emulator (`ale_py.ALEInterface`) directly, so no RGB frame is built for the 3 of
     step:  repeat the action for 4 frames, max over the last two frames, grayscale, 84x84 (INTER_AREA)
     train: a lost life ends the agent's episode (not the game) and starts the frame stack afresh
            (--no-episode_life: only the game's end does); the trainer sign-clips the rewards (--clip_reward)
-    obs:   the last 4 frames, oldest first: (4, 84, 84) uint8 (the first frame repeated at a start)
+    obs:   the last 4 frames, oldest first: (4, 84, 84) uint8 (the first frame repeated at a start); with
+           --rnn, --frame_stack N frames ((1, 84, 84): memory in the policy instead of a stack)
 
 Episode statistics are always those of the real game: all lives, unclipped score, real length.
 """
@@ -66,7 +67,7 @@ class AtariEnv:
     vec_dim = 0  # no vector entries packed beside the image (PixelEnv's Dict observations)
 
     def __init__(self, env_id: str, seed: np.random.SeedSequence, episode_life: bool = True,
-                 render_mode: str | None = None):
+                 render_mode: str | None = None, stack: int = FRAME_STACK):
         self.env_id = env_id
         self.episode_life = episode_life
         self.gym_env = make_ale_env(env_id, render_mode=render_mode)
@@ -76,13 +77,13 @@ class AtariEnv:
         self.action_set = list(self.gym_env._action_set)
         self.num_actions = len(self.action_set)
         self.action_space = self.gym_env.action_space
-        self.obs_shape = (FRAME_STACK, FRAME_SIZE, FRAME_SIZE)
+        self.obs_shape = (stack, FRAME_SIZE, FRAME_SIZE)
         meanings = self.gym_env.get_action_meanings()
         self.has_fire = len(meanings) >= 3 and meanings[1] == "FIRE"
         self.rng = np.random.default_rng(noop_seed)
         h, w = self.ale.getScreenDims()
         self._raw = np.zeros((2, h, w), np.uint8)                  # last two grayscale frames
-        self.stack = np.zeros((FRAME_STACK, FRAME_SIZE, FRAME_SIZE), np.uint8)
+        self.stack = np.zeros(self.obs_shape, np.uint8)
         self.lives = 0
         self.ep_return = 0.0
         self.ep_length = 0
@@ -205,6 +206,7 @@ class VecAtari(VecEnv):
 
     family = "atari"
 
-    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, episode_life: bool = True):
-        super().__init__([AtariEnv(env_id, env_seed(seed, rank, i), episode_life=episode_life) for i in range(num_envs)],
-                         np.uint8)
+    def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, episode_life: bool = True,
+                 stack: int = FRAME_STACK):
+        super().__init__([AtariEnv(env_id, env_seed(seed, rank, i), episode_life=episode_life, stack=stack)
+                          for i in range(num_envs)], np.uint8)

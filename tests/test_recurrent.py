@@ -1,0 +1,189 @@
+"""--rnn lstm / gru: the recurrent core, its state in rollouts, updates, checkpoints and play; memory learned."""
+import csv
+import importlib
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import run_cli
+from ppo1 import PPO1Error
+from ppo1.config import Config
+from ppo1.distributed import Comm
+from ppo1.envs import EnvOptions, make_vec_env
+from ppo1.policies import RecurrentCore, build
+from ppo1.rollout import Collector
+
+CUE = ["--env_name", "tests.memoryenv:make"]
+
+
+def last_return(run_dir) -> float:
+    with open(run_dir / "progress.csv", newline="") as f:
+        return float(list(csv.DictReader(f))[-1]["ep_return_mean"])
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_replayed_chunks_equal_the_steps_with_the_state_zeroed_at_each_episode_start(kind):
+    torch.manual_seed(0)
+    core = RecurrentCore(kind, 5, 7)
+    x, state0 = torch.randn(4, 6, 5), torch.randn(4, core.state_size)
+    starts = torch.zeros(4, 6, dtype=torch.bool)
+    starts[1, 2] = starts[2, 3] = starts[3, 5] = starts[2, 0] = True  # episodes begin inside chunks (and at one's start)
+    state0[2] = 0.0  # a chunk that begins an episode starts from zeros (the rollout saved them so)
+    with torch.no_grad():
+        replayed = core.sequences(x, starts, state0)
+        state, steps = state0.clone(), []
+        for t in range(6):
+            state = state * (~starts[:, t]).float()[:, None]
+            out, state = core.step(x[:, t], state)
+            steps.append(out)
+    torch.testing.assert_close(replayed, torch.stack(steps, 1), rtol=0, atol=1e-6)
+    with torch.no_grad():  # no start inside any chunk: one call over whole chunks
+        assert torch.equal(core.sequences(x, torch.zeros_like(starts), state0)[:, 0], core.step(x[:, 0], state0)[0])
+
+
+def cue_envs(k: int, delay: int = 3):
+    return make_vec_env("tests.memoryenv:make", k, seed=0, rank=0, options=EnvOptions(json.dumps({"delay": delay})))
+
+
+def test_each_env_state_starts_from_zeros_at_an_episode_start_and_is_its_own():
+    torch.manual_seed(0)
+    venv = cue_envs(3)
+    policy = build("mlp", venv.action_space, (1,), rnn="lstm", rnn_size=8)
+    seg = Collector(venv, policy, 16, venv.reset(), seq_len=8).collect()
+    assert seg.dones.sum() >= 9  # episodes of 4 steps: several start inside each chunk of 8
+    with torch.no_grad():
+        for t, i in zip(*np.nonzero(seg.dones[:-1])):  # the step after an episode's last: as from zeros
+            _, value, _ = policy.step(torch.from_numpy(seg.obs[t + 1, i:i + 1]), policy.initial_state(1))
+            assert value.item() == pytest.approx(seg.values[t + 1, i], abs=1e-6)
+        # env 1 alone, from zeros, step by step: the values the batched rollout gave it (no other env's state)
+        state = policy.initial_state(1)
+        for t in range(16):
+            _, value, state = policy.step(torch.from_numpy(seg.obs[t, 1:2]), state)
+            assert value.item() == pytest.approx(seg.values[t, 1], abs=1e-6)
+            state = state * float(not seg.dones[t, 1])
+    venv.close()
+
+
+def test_a_segment_replayed_from_its_saved_states_gives_the_rollouts_log_probs():
+    torch.manual_seed(0)
+    venv = cue_envs(2, delay=4)  # episodes of 5 steps across chunks of 4
+    policy = build("mlp", venv.action_space, (1,), rnn="gru", rnn_size=8)
+    collector = Collector(venv, policy, 16, venv.reset(), seq_len=4)
+    collector.collect()
+    seg = collector.collect()  # the second: its chunks start from states carried over from the first
+    assert np.abs(seg.states0).sum() > 0 and seg.dones.sum() >= 4
+    seg.advantages = seg.returns = np.zeros_like(seg.rewards)
+    batch = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=False)
+    assert batch.state0.shape == (2 * 16 // 4, 8) and len(batch) == 32
+    with torch.no_grad():
+        dist, values = batch.forward(policy)
+    torch.testing.assert_close(dist.log_prob(batch.actions), batch.logp, rtol=0, atol=1e-5)
+    torch.testing.assert_close(values, batch.values, rtol=0, atol=1e-5)
+    mbs = list(batch.minibatches(10))  # 10 samples: 2 whole chunks of 4, of the 8 chunks
+    assert [len(m) for m in mbs] == [8] * 4 and batch.minibatch_count(10) == 4
+    assert sorted(torch.cat([m.state0 for m in mbs]).sum(1).tolist()) == sorted(batch.state0.sum(1).tolist())
+    venv.close()
+
+
+@pytest.mark.parametrize("args", [
+    dict(env_name="PongNoFrameskip-v4", rnn="lstm", frame_stack=1, frame_norm="center", envs_per_rank=2,
+         timesteps_per_actorbatch=32, optim_batchsize=16, env_steps=128, optim_epochs=2),
+    dict(env_name="CartPole-v1", rnn="gru", timesteps_per_actorbatch=64, env_steps=512, envs_per_rank=2,
+         optim_epochs=3),
+], ids=["atari-lstm", "vector-gru"])
+def test_the_first_minibatch_has_ratio_one_and_pi_old_stays_fixed_across_epochs(tmp_path, monkeypatch, args):
+    train_mod = importlib.import_module("ppo1.train")  # (ppo1.train is also the API's train function)
+    ppo_mod = importlib.import_module("ppo1.ppo")
+    first, fixed = [], []
+    real_update, real_loss = train_mod.update, ppo_mod.ppo_loss
+
+    def update(policy, optimizer, comm, batch, hp, dist_fn=None):
+        first.append(None)
+        old = batch.logp.clone()
+        stats = real_update(policy, optimizer, comm, batch, hp, dist_fn)
+        fixed.append(torch.equal(old, batch.logp))
+        return stats
+
+    def loss(dist, values, actions, old_logp, *a, **k):
+        if first[-1] is None:  # the first minibatch of the first epoch of this update
+            first[-1] = torch.exp(dist.log_prob(actions) - old_logp).detach()
+        return real_loss(dist, values, actions, old_logp, *a, **k)
+    monkeypatch.setattr(train_mod, "update", update)
+    monkeypatch.setattr(ppo_mod, "ppo_loss", loss)
+    preset = "ppo_lstm" if args["env_name"] == "CartPole-v1" else "paper"
+    cfg = Config.for_preset(preset, num_threads=1, checkpoint_dir=str(tmp_path), model_name="r", **args)
+    train_mod.train(cfg, Comm(None), log=lambda *a, **k: None)
+    assert len(first) >= 2 and all(fixed)
+    for ratio in first:  # fp32: equal up to the rounding of batched matrix products
+        torch.testing.assert_close(ratio, torch.ones_like(ratio), rtol=0, atol=1e-5)
+
+
+def test_memory_solves_the_cue_task_that_a_policy_without_it_leaves_at_chance(tmp_path):
+    # The cue shows on an episode's first step only; the last (9th) step's action pays when it matches.
+    # --rnn lstm and nothing else: the ppo_lstm preset's settings, 6144 steps.
+    common = [*CUE, "--env_steps", "6144", "--checkpoint_dir", str(tmp_path), "--num_threads", "1"]
+    r = run_cli([*common, "--rnn", "lstm", "--model_name", "lstm"])
+    assert r.returncode == 0, r.stderr
+    assert json.load(open(tmp_path / "lstm" / "config.json"))["preset"] == "ppo_lstm"
+    assert last_return(tmp_path / "lstm") >= 0.9
+    r = run_cli([*common, "--preset", "ppo_lstm", "--model_name", "none"])  # the same settings, no memory
+    assert r.returncode == 0, r.stderr
+    assert last_return(tmp_path / "none") <= 0.7
+    # greedy play of the trained policy: its state starts from zeros each game, so each cue is read afresh
+    r = run_cli(["--mode", "play", "--checkpoint_dir", str(tmp_path), "--model_name", "lstm", "--episodes", "20",
+                 "--greedy"])
+    assert r.returncode == 0, r.stderr
+    assert "20 games: score 1.00 ± 0.00" in r.stdout
+
+
+def test_a_checkpoint_refuses_a_resume_with_another_recurrent_core(tmp_path):
+    common = ["--env_name", "CartPole-v1", "--env_steps", "256", "--checkpoint_dir", str(tmp_path), "--model_name", "c",
+              "--timesteps_per_actorbatch", "128", "--envs_per_rank", "1", "--num_threads", "1"]
+    assert run_cli([*common, "--env_steps", "128"]).returncode == 0
+    r = run_cli([*common, "--rnn", "lstm"])
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "ppo1: error: checkpoint holds a model with no recurrent core, not --rnn lstm --rnn_size 256: resume with "
+        "the run's own --rnn, or give --fresh to start a new run"]
+    r = run_cli([*common, "--rnn", "gru", "--fresh"])
+    assert r.returncode == 0, r.stderr
+    r = run_cli([*common, "--rnn", "none", "--env_steps", "512"])
+    assert r.returncode == 2 and "holds a model with a GRU core of 256 units, not --rnn none" in r.stderr
+
+
+def test_recurrent_flags_are_checked_and_chosen_by_the_env():
+    with pytest.raises(PPO1Error, match=r"--bptt_len=48 is invalid: must divide --timesteps_per_actorbatch=128"):
+        Config.for_preset("paper", rnn="lstm", bptt_len=48)
+    with pytest.raises(PPO1Error, match="--compile is not supported with --rnn lstm"):
+        Config.for_preset("paper", rnn="lstm", compile=True)
+    with pytest.raises(PPO1Error, match="--rnn='rnn' is invalid"):
+        Config.for_preset("paper", rnn="rnn")
+    assert Config.for_preset(rnn="lstm").seq_len() == 32 and Config.for_preset(rnn="lstm", bptt_len=16).seq_len() == 16
+    assert Config.for_preset(rnn="lstm", timesteps_per_actorbatch=100).seq_len() == 25
+    # Atari takes --frame_stack with --rnn only; vector envs with --rnn default to ppo_lstm (8 actors, T 32)
+    assert Config.for_preset(rnn="lstm", frame_stack=1).frame_stack == 1
+    with pytest.raises(PPO1Error, match="with --rnn lstm or gru it takes --frame_stack"):
+        Config.for_preset(frame_stack=1)
+    cfg = Config.for_preset(n_ranks=2, env_name="CartPole-v1", rnn="lstm")
+    assert (cfg.preset, cfg.envs_per_rank, cfg.timesteps_per_actorbatch, cfg.seq_len()) == ("ppo_lstm", 4, 32, 32)
+    assert Config.for_preset(env_name="CartPole-v1").preset == "mujoco"
+
+
+def test_a_recurrent_atari_run_records_videos_and_plays_and_films_through_the_api(tmp_path):
+    # memory instead of a stack (one frame), trained with a video every 2 iterations, then played and filmed
+    import ppo1
+    from ppo1.movie import movie
+
+    result = ppo1.train(env_name="BreakoutNoFrameskip-v4", rnn="lstm", frame_stack=1, rnn_size=64, env_steps=512,
+                        envs_per_rank=2, timesteps_per_actorbatch=64, optim_batchsize=16, num_threads=1,
+                        video_interval=2, video_max_frames=60, checkpoint_dir=str(tmp_path), model_name="b", log=None)
+    assert (result.exit_code, result.iteration) == (0, 4)
+    assert sorted(p.name for p in (tmp_path / "b" / "videos").iterdir())[0].endswith(".mp4")
+    ck = torch.load(tmp_path / "b" / "latest.pt", weights_only=True)
+    assert ck["obs_shape"] == [1, 84, 84] and ck["ranks"][0]["rnn_state"].shape == (2, 128)  # h and c of 2 envs
+    scores = ppo1.play("b", str(tmp_path), episodes=2, log=None)
+    assert len(scores) == 2 and all(s >= 0 for s in scores)
+    rec = movie(Config(checkpoint_dir=str(tmp_path), model_name="b"), {}, Comm(None), max_frames=90,
+                out=lambda line: None)
+    assert rec.frames == 90 and rec.path.endswith("_partial.mp4")
