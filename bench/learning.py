@@ -2,6 +2,7 @@
 
     python -m bench.learning pong                 # the PPO paper's Atari settings, 2 ranks x 4 envs
     python -m bench.learning cartpole --np 2      # baselines' MLP defaults
+    python -m bench.learning cartpole-novel       # CartPole without velocities, --rnn lstm
     python -m bench.learning pong --env_steps 2e6 --out assets/pong-2M
     python -m bench.learning vizdoom-basic --run doom-norm -- --norm_reward   # run_atari flags after --
     python -m bench.learning airstriker --random 20 --summary_only --out assets/retro/airstriker
@@ -32,6 +33,9 @@ BENCHMARKS = {
     "breakout": ("BreakoutNoFrameskip-v4", 2, 4, 10_000_000, []),
     "cartpole": ("CartPole-v1", 2, 1, 100_000, []),
     "hopper": ("Hopper-v5", 2, 1, 1_000_000, []),
+    # memory (issue 63): CartPole with its velocities hidden, --rnn lstm and the preset it picks (ppo_lstm:
+    # 8 actors); `-- --preset ppo_lstm --rnn none` is the same run without memory
+    "cartpole-novel": ("bench.cartpole_novel:make_env", 2, 4, 100_000, ["--rnn", "lstm"]),
     # ViZDoom (the vizdoom extra): its ids' own defaults (the vizdoom preset, frame skip 4), 8 actors
     "vizdoom-basic": ("VizdoomBasic-v1", 2, 4, 100_000, []),
     "vizdoom-defend-center": ("VizdoomDefendCenter-v1", 2, 4, 300_000, []),

@@ -21,7 +21,9 @@ Presets (the scenarios of issue 5; 8 actors, T=128 and minibatch 32 per actor th
     equal          large (Nature) CNN, 4 epochs, 2 ranks x 4 envs
     scaling        small, 3 epochs: 1 rank x 8 envs vs 2 ranks x 4 envs, and the ratio
     oversubscribe  small, 3 epochs: 4 ranks x 2 envs vs 2 ranks x 4 envs (4 ranks on 2 cores)
-    all            every scenario above
+    recurrent      paper vs the same with --rnn lstm (issue 63: the update's seconds per iteration, at most
+                   1.5x the feed-forward's at the same batch)
+    all            every scenario above but recurrent
 Without --preset one scenario is built from --ranks, --envs_per_rank, --model_type, ... (defaults:
 paper). `--compare sb3` also times Stable-Baselines3 PPO at its usual Atari settings (bench.sb3).
 """
@@ -40,7 +42,7 @@ import sys
 import tempfile
 import time
 
-from ppo1.config import PRECISIONS
+from ppo1.config import PRECISIONS, RNN_CHOICES
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -51,6 +53,7 @@ TARGET_EQUAL_VS_SB3 = 1.0
 TARGET_SCALING = 1.7
 TARGET_ALLREDUCE_SHARE = 0.05
 TARGET_RSS_MB = 600.0
+TARGET_RECURRENT_UPDATE = 1.5  # a recurrent update's seconds / the feed-forward update's, same batch
 NO_COLLAPSE = 0.5   # 4 ranks on 2 cores: a collapse is the multi-x slowdown of oversubscribed threads
 
 
@@ -63,6 +66,7 @@ class Scenario:
     epochs: int = 3
     minibatch: int = 32      # per actor
     horizon: int = 128       # T per actor
+    rnn: str = "none"        # --rnn
 
     @property
     def actors(self) -> int:
@@ -71,18 +75,20 @@ class Scenario:
     @property
     def label(self) -> str:
         return (f"{self.ranks}x{self.envs_per_rank} {self.model_type} e{self.epochs} "
-                f"mb{self.minibatch}/actor T{self.horizon}")
+                f"mb{self.minibatch}/actor T{self.horizon}" + ("" if self.rnn == "none" else f" {self.rnn}"))
 
 
 PAPER = Scenario("paper")
 EQUAL = Scenario("equal", model_type="large", epochs=4)
 ONE_RANK = Scenario("1 rank", ranks=1, envs_per_rank=8)
 FOUR_RANKS = Scenario("4 ranks", ranks=4, envs_per_rank=2)
+LSTM = Scenario("lstm", rnn="lstm")
 PRESETS = {
     "paper": [PAPER],
     "equal": [EQUAL],
     "scaling": [ONE_RANK, PAPER],
     "oversubscribe": [PAPER, FOUR_RANKS],
+    "recurrent": [PAPER, LSTM],
     "all": [PAPER, EQUAL, ONE_RANK, FOUR_RANKS],
 }
 
@@ -142,7 +148,7 @@ def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
         "optim_epochs": s.epochs, "optim_batchsize": s.minibatch, "model_type": s.model_type,
         "envs_per_rank": s.envs_per_rank, "num_threads": args.num_threads, "seed": 0,
         "checkpoint_dir": workdir, "model_name": run, "save_interval": 10**9,
-        "device": args.device, "compile": args.compile, "precision": args.precision}}
+        "device": args.device, "compile": args.compile, "precision": args.precision, "rnn": s.rnn}}
     spec_path, out_path = os.path.join(workdir, run + ".spec.json"), os.path.join(workdir, run + ".out.json")
     with open(spec_path, "w", encoding="utf-8") as f:
         json.dump(spec, f)
@@ -274,6 +280,9 @@ def comparisons(runs: dict[str, dict], sb3: dict | None) -> list[dict]:
             add("paper SPS / SB3 SPS", runs["paper"]["sps"] / sb3["sps"], ">=", TARGET_PAPER_VS_SB3)
     if "equal" in runs and sb3:
         add("equal work (large, 4 epochs) SPS / SB3 SPS", runs["equal"]["sps"] / sb3["sps"], ">=", TARGET_EQUAL_VS_SB3)
+    if "lstm" in runs and "paper" in runs:
+        add("recurrent: update seconds / feed-forward's", runs["lstm"]["seconds_per_iteration"]["update"]
+            / runs["paper"]["seconds_per_iteration"]["update"], "<=", TARGET_RECURRENT_UPDATE)
     if "1 rank" in runs and "paper" in runs:
         add("scaling: 2 ranks x 4 / 1 rank x 8 SPS", runs["paper"]["sps"] / runs["1 rank"]["sps"], ">=", TARGET_SCALING)
     if "4 ranks" in runs and "paper" in runs:
@@ -306,6 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num_threads", type=int, default=0, help="torch threads per rank; 0 = ppo1's default")
     p.add_argument("--device", default="auto", help="ppo1's --device for every rank (default: %(default)s)")
     p.add_argument("--compile", action="store_true", help="ppo1's --compile (torch.compile the training forward)")
+    p.add_argument("--rnn", choices=RNN_CHOICES, default="none", help="ppo1's --rnn (default: %(default)s)")
     p.add_argument("--precision", choices=PRECISIONS, default="fp32",
                    help="ppo1's --precision (bf16: the update's CNN torso in bfloat16)")
     p.add_argument("--iterations", type=int, default=10, help="timed iterations (default: %(default)s)")
@@ -336,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         scenarios = PRESETS[args.preset]
     else:
         scenarios = [Scenario("custom", args.ranks, args.envs_per_rank, args.model_type, args.epochs,
-                              args.minibatch, args.horizon)]
+                              args.minibatch, args.horizon, args.rnn)]
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     import torch
 
