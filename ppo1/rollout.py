@@ -3,13 +3,15 @@ samples as one flat batch on the policy's device, in shuffled minibatches for th
 from __future__ import annotations
 
 import dataclasses
+import traceback
 from typing import Callable, Iterator
 
 import numpy as np
 import torch
 
 from ppo1.device import batched_act
-from ppo1.envs import Episode
+from ppo1 import PPO1Error
+from ppo1.envs import EnvCrash, Episode
 from ppo1.metrics import Profile
 from ppo1.ppo import standardize
 
@@ -194,7 +196,12 @@ class Collector:
             start = clock.now()
             seg.actions[t], seg.logp[t], seg.values[t], state = self.act(seg.obs[t], self.state)
             mid = clock.now()
-            obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
+            try:
+                obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
+            except PPO1Error:  # what ppo1 says of the env's data (EnvDataError), or a family's own line
+                raise
+            except Exception as e:  # the env's own exception: one line, its traceback kept (Trainer.collect)
+                raise EnvCrash(e, traceback.format_exc()) from None
             self.obs[:] = obs
             seg.episodes.extend(episodes)
             end = clock.now()

@@ -21,7 +21,7 @@ from ppo1.bounds import check_batch_memory
 from ppo1.checkpoint import RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import EnvOptions, ProcgenLevels, make_vec_env
+from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, ProcgenLevels, make_vec_env
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
@@ -128,7 +128,7 @@ class Trainer:
                 t = self.state.timesteps
                 hp = Hyper.at(cfg, linear_alpha(t, cfg.env_steps), cfg.envs_per_rank,   # the step size warms
                               warmup_factor(t + cfg.steps_per_iteration(comm.size), cfg.lr_warmup))  # up to its batch's end
-                seg = self.collector.collect()                                   # T x k steps
+                seg = self.collect()                                             # T x k steps
                 seg.rewards[:] = shape_rewards(seg.rewards, self.sign_rewards, cfg.reward_scale)  # --clip_reward
                 if self.reward_norm is not None:                                 # --norm_reward
                     wd.phase = "reward statistics allreduce"
@@ -262,6 +262,25 @@ class Trainer:
         self.start, self.start_steps, self.start_iteration = time.time(), state.timesteps, state.iteration
 
     # ------------------------------------------------------------------ one iteration
+    def collect(self) -> Segment:
+        """The rollout of T steps in each env. What an env does wrong (data ppo1 cannot train on, an exception of
+        its own: its traceback into the run directory) is one PPO1Error naming the iteration, raised before
+        anything of it is used: the newest checkpoint stays the last good one."""
+        try:
+            return self.collector.collect()
+        except (EnvDataError, EnvCrash) as e:
+            where = f"training stopped in iteration {self.state.iteration + 1}: {e}"
+            if isinstance(e, EnvCrash):
+                path = os.path.join(self.config.run_dir, f"env-error-rank{self.comm.rank}.txt")
+                try:
+                    with open(path, "w", encoding="utf-8") as f:
+                        f.write(e.trace)
+                    where += f" (traceback in {path})"
+                except OSError:
+                    pass
+            raise PPO1Error(f"{where}; nothing of this iteration was used, the newest checkpoint on disk is the "
+                            "last good one") from None
+
     def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
         """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch.
         Counts the iteration. Returns this rank's statistics: the update's means and the value

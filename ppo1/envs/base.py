@@ -3,6 +3,7 @@ VecEnv (the k envs of one rank, stepped together), their seeds, time limits and 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 
 import numpy as np
@@ -34,6 +35,45 @@ def env_spec(env_id: str):
 def env_seed(seed: int, rank: int, index: int) -> np.random.SeedSequence:
     """A distinct seed sequence for env `index` of rank `rank` of a run seeded with `seed`."""
     return np.random.SeedSequence([seed, rank, index])
+
+
+class EnvDataError(PPO1Error):
+    """An env gave data ppo1 cannot train on: a reward or observation that is not finite, or an observation of
+    another shape or dtype than its space declares (its bounds are not checked: many envs exceed them)."""
+
+
+class EnvCrash(PPO1Error):
+    """An env's step raised an exception of its own: `trace` holds its traceback."""
+
+    def __init__(self, error: BaseException, trace: str):
+        first = (str(error).strip().splitlines() or [""])[0][:300]
+        super().__init__(f"an env raised {type(error).__name__}" + (f": {first}" if first else ""))
+        self.trace = trace
+
+
+def checked_reward(env_name: str, reward) -> float:
+    """`reward` as a float; EnvDataError naming the env when it is NaN or infinite."""
+    value = float(reward)
+    if not math.isfinite(value):
+        raise EnvDataError(f"{env_name} gave a reward of {value}")
+    return value
+
+
+def checked_obs(env_name: str, obs, shape: tuple[int, ...], image: bool, what: str = "an observation") -> np.ndarray:
+    """`obs` as an array after checking it against its space's `shape`: an image must be uint8, a vector of
+    numbers all finite. EnvDataError naming the env, what was wrong and the shapes."""
+    a = np.asarray(obs)
+    if a.shape != tuple(shape):
+        raise EnvDataError(f"{env_name} gave {what} of shape {a.shape}, its observation space declares {tuple(shape)}")
+    if image and a.dtype != np.uint8:
+        raise EnvDataError(f"{env_name} gave {what} of dtype {a.dtype}, its observation space declares uint8")
+    if not image:
+        if not (np.issubdtype(a.dtype, np.number) or a.dtype == np.bool_):
+            raise EnvDataError(f"{env_name} gave {what} of dtype {a.dtype}, not numbers")
+        if not np.isfinite(a).all():
+            bad = "NaN" if np.isnan(a).any() else "inf"
+            raise EnvDataError(f"{env_name} gave {what} holding {bad} (shape {a.shape})")
+    return a
 
 
 @dataclasses.dataclass

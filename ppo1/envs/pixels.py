@@ -31,7 +31,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, VecEnv, time_limit
+from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, time_limit
 from ppo1.envref import EnvRef
 
 
@@ -239,13 +239,17 @@ class PixelEnv:
         return self.obs
 
     def _take(self, obs) -> np.ndarray:
-        """The image of an env observation (its Dict entry where it is a Dict)."""
-        return obs if self.key is None else obs[self.key]
+        """The image of an env observation (its Dict entry where it is a Dict), checked against its space."""
+        image = obs if self.key is None else obs[self.key]
+        return checked_obs(self.env_id, image, self._image.shape, image=True,
+                           what="an image" if self.key is None else f"an image ({self.key!r})")
 
     def _vector(self, obs) -> None:
         """Pack the vector entries of a Dict observation into the obs's last channel (where it has them)."""
         if self.vec_dim:
-            values = np.concatenate([np.asarray(obs[k], np.float32).ravel() for k in self.vector_keys])
+            values = np.concatenate([checked_obs(self.env_id, obs[k], self.observation_space[k].shape, image=False,
+                                                 what=f"an entry {k!r}").astype(np.float32).ravel()
+                                     for k in self.vector_keys])
             pack_vector(values, self.obs[-1])
 
     def reset(self) -> np.ndarray:
@@ -259,6 +263,7 @@ class PixelEnv:
         after done, obs starts the next episode."""
         obs, reward, terminated, truncated = repeat_action(self.gym_env, env_action(self.action_space, action),
                                                             self.frames.skip)
+        reward = checked_reward(self.env_id, reward)
         image = self._take(obs)
         self.ep_return += reward
         self.ep_length += 1

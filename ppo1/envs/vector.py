@@ -8,7 +8,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, VecEnv, load_gymnasium, offscreen, time_limit
+from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, load_gymnasium, offscreen, time_limit
 
 
 class GymEnv:
@@ -31,6 +31,7 @@ class GymEnv:
         max_episode_steps: a time limit in steps (0 = the env's own)."""
         from ppo1.envref import resolve
         gymnasium = load_gymnasium()
+        self.env_id = env_id
         if gym_env is None:
             offscreen(render_mode)
             gym_env = resolve(env_id, env_kwargs).make(render_mode)
@@ -61,24 +62,30 @@ class GymEnv:
         obs, _ = self.gym_env.reset(seed=self._seed)
         self.action_space.seed(self._seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
-        return np.asarray(obs, np.float32)
+        return self._checked(obs)
+
+    def _checked(self, obs) -> np.ndarray:
+        """The env's observation as float32, checked against its space (EnvDataError)."""
+        return checked_obs(self.env_id, obs, self.obs_shape, image=False).astype(np.float32, copy=False)
 
     def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
         """(obs, reward, done, episode) as AtariEnv.step; after done, obs starts the next episode."""
         a = np.clip(action, self.action_space.low, self.action_space.high) if self._box else env_action(
             self.action_space, action)
         obs, reward, terminated, truncated, _ = self.gym_env.step(a)
-        self.ep_return += float(reward)
+        reward = checked_reward(self.env_id, reward)
+        obs = self._checked(obs)
+        self.ep_return += reward
         self.ep_length += 1
         truncated = truncated or time_limit(self.ep_length, self.max_episode_steps)
         episode = None
-        self.cut_obs = np.asarray(obs, np.float32) if truncated and not terminated else None
+        self.cut_obs = obs if truncated and not terminated else None
         if terminated or truncated:
             episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
                               bool(truncated and not terminated))
-            obs, _ = self.gym_env.reset()
+            obs = self._checked(self.gym_env.reset()[0])
             self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
-        return np.asarray(obs, np.float32), float(reward), episode is not None, episode
+        return obs, reward, episode is not None, episode
 
     def get_state(self) -> None:
         """General gymnasium envs cannot be snapshotted: a resumed run starts new episodes."""

@@ -1,0 +1,42 @@
+"""A factory env that goes wrong at step `at` of its life (tests/test_env_data.py): `fault` is nan_obs, inf_obs,
+nan_reward, inf_reward, shape (an observation of another shape than its space), dtype (a float image) or raise
+(its step raises). `image`: (24, 24) uint8 images, else vectors (3,) float32."""
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+
+
+class BadEnv(gymnasium.Env):
+    def __init__(self, fault: str = "nan_obs", at: int = 40, image: bool = False):
+        self.fault, self.at, self.image, self.steps = fault, at, image, 0
+        self.observation_space = (gymnasium.spaces.Box(0, 255, (24, 24), np.uint8) if image else
+                                  gymnasium.spaces.Box(-1.0, 1.0, (3,), np.float32))
+        self.action_space = gymnasium.spaces.Discrete(2)
+
+    def _obs(self):
+        return np.zeros((24, 24), np.uint8) if self.image else np.zeros(3, np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self._obs(), {}
+
+    def step(self, action):
+        self.steps += 1
+        obs, reward = self._obs(), 1.0
+        if self.steps >= self.at:
+            if self.fault == "raise":
+                raise RuntimeError("the emulator lost its state")
+            if self.fault in ("nan_obs", "inf_obs"):
+                obs = np.full_like(obs, np.nan if self.fault == "nan_obs" else np.inf, dtype=np.float32)
+            elif self.fault in ("nan_reward", "inf_reward"):
+                reward = float("nan") if self.fault == "nan_reward" else float("-inf")
+            elif self.fault == "shape":
+                obs = np.zeros((20, 24), np.uint8) if self.image else np.zeros(4, np.float32)
+            elif self.fault == "dtype":
+                obs = obs.astype(np.float32)
+        return obs, reward, self.steps % 10 == 0, False, {}
+
+
+def make(**kwargs) -> BadEnv:
+    return BadEnv(**kwargs)

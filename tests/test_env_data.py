@@ -1,0 +1,49 @@
+"""Data an env gives that ppo1 cannot train on, and an env that raises: one line naming the env, what was wrong
+and the iteration, before anything of that iteration is used; the newest checkpoint stays the last good one."""
+import json
+import os
+
+import pytest
+import torch
+
+from conftest import run_cli
+
+# 1 env of T 16: the fault at the env's 40th step falls in iteration 3; a checkpoint after every iteration
+RUN = ["--env_name", "tests.badenv:make", "--envs_per_rank", "1", "--timesteps_per_actorbatch", "16",
+       "--optim_batchsize", "16", "--save_interval", "1", "--env_steps", "160", "--num_threads", "1"]
+
+
+@pytest.mark.parametrize("kwargs, said", [
+    ({"fault": "nan_obs"}, "tests.badenv:make gave an observation holding NaN (shape (3,))"),
+    ({"fault": "inf_obs"}, "tests.badenv:make gave an observation holding inf (shape (3,))"),
+    ({"fault": "nan_reward"}, "tests.badenv:make gave a reward of nan"),
+    ({"fault": "inf_reward"}, "tests.badenv:make gave a reward of -inf"),
+    ({"fault": "shape"}, "tests.badenv:make gave an observation of shape (4,), its observation space declares (3,)"),
+    ({"fault": "shape", "image": True},
+     "tests.badenv:make gave an image of shape (20, 24), its observation space declares (24, 24)"),
+    ({"fault": "dtype", "image": True}, "tests.badenv:make gave an image of dtype float32, its observation space "
+                                        "declares uint8"),
+], ids=["nan-obs", "inf-obs", "nan-reward", "inf-reward", "vector-shape", "image-shape", "image-dtype"])
+def test_bad_env_data_stops_the_run_in_one_line_naming_it_and_keeps_the_last_good_checkpoint(tmp_path, kwargs, said):
+    extra = ["--model_type", "small", "--frame_size", "24"] if kwargs.get("image") else []
+    r = run_cli([*RUN, *extra, "--env_kwargs", json.dumps({**kwargs, "at": 40}), "--checkpoint_dir", str(tmp_path),
+                 "--model_name", "bad"])
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert lines == [f"ppo1: error: training stopped in iteration 3: {said}; nothing of this iteration was used, the "
+                     "newest checkpoint on disk is the last good one"], r.stderr
+    assert torch.load(tmp_path / "bad" / "latest.pt", weights_only=True)["iteration"] == 2
+
+
+def test_an_env_that_raises_is_one_line_with_its_traceback_in_the_run_directory(tmp_path):
+    r = run_cli([*RUN, "--env_kwargs", json.dumps({"fault": "raise", "at": 40}), "--checkpoint_dir", str(tmp_path),
+                 "--model_name", "bad"])
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    trace = tmp_path / "bad" / "env-error-rank0.txt"
+    assert r.stderr.strip().splitlines() == [
+        "ppo1: error: training stopped in iteration 3: an env raised RuntimeError: the emulator lost its state "
+        f"(traceback in {trace}); nothing of this iteration was used, the newest checkpoint on disk is the last "
+        "good one"]
+    assert "Traceback" in trace.read_text() and 'raise RuntimeError("the emulator lost its state")' in trace.read_text()
+    assert torch.load(tmp_path / "bad" / "latest.pt", weights_only=True)["iteration"] == 2
+    assert os.path.exists(tmp_path / "bad" / "ckpt-00000002.pt")
