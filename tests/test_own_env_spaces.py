@@ -60,12 +60,13 @@ def test_vizdoom_ends_an_episode_at_its_timeout_as_terminal_its_last_screen_bein
 def test_a_vizdoom_id_trains_under_mpirun_with_its_frame_skip_and_plays_leaving_no_settings_file(tmp_path):
     pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
     ck = tmp_path / "ck"
-    r = run_cli([*TINY, "--env_name", "VizdoomBasic-v1", "--checkpoint_dir", str(ck), "--model_name", "doom"],
+    memory = ["--rnn", "gru", "--frame_stack", "1"]  # as sample-factory trains ViZDoom: a GRU, one frame
+    r = run_cli([*TINY, *memory, "--env_name", "VizdoomBasic-v1", "--checkpoint_dir", str(ck), "--model_name", "doom"],
                 np_=2, cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     config = json.loads((ck / "doom" / "config.json").read_text())
-    assert (config["frame_skip"], config["preset"], config["optim_epochs"], config["norm_reward"]) == (
-        4, "vizdoom", 10, True)
+    assert (config["frame_skip"], config["preset"], config["optim_epochs"], config["norm_reward"], config["rnn"]) == (
+        4, "vizdoom", 10, True, "gru")
     r = run_cli(["--mode", "play", "--episodes", "2", "--checkpoint_dir", str(ck), "--model_name", "doom"], np_=2,
                 cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr

@@ -23,9 +23,10 @@ PLAYED = re.compile(r"^game 1/1: score (\d+), (\d+) agent steps", re.M)
 @pytest.fixture(scope="module")
 def airstriker(tmp_path_factory):
     """(checkpoint_dir, CompletedProcess) of Airstriker trained 2 iterations (2 ranks x 64 agent steps) under
-    mpirun -np 2."""
+    mpirun -np 2, with an LSTM core (resumed and played by the tests below with its state)."""
     ck = tmp_path_factory.mktemp("retro")
-    r = run_cli([*SMALL, *ENV, "--env_steps", "256", "--checkpoint_dir", str(ck), "--model_name", "air"], np_=2)
+    r = run_cli([*SMALL, *ENV, "--rnn", "lstm", "--env_steps", "256", "--checkpoint_dir", str(ck), "--model_name", "air"],
+                np_=2)
     assert r.returncode == 0, r.stderr
     return ck, r
 
@@ -48,6 +49,7 @@ def test_airstriker_trains_under_mpirun_with_one_emulator_per_rank(airstriker):
     config = json.loads((ck / "air" / "config.json").read_text())
     assert config["env_name"] == "stable_retro:make" and json.loads(config["env_kwargs"])["game"] == GAME
     assert (config["frame_size"], config["frame_gray"], config["frame_stack"], config["frame_skip"]) == (84, True, 4, 4)
+    assert config["rnn"] == "lstm"
 
 
 def test_an_airstriker_run_resumes_plays_a_whole_game_and_records_the_emulator_screen(airstriker):
