@@ -157,7 +157,7 @@ class EnvRef:
             raise
         except gymnasium.error.DependencyNotInstalled as e:
             raise PPO1Error(f"--env_name={self.name!r} needs a package that is not installed: {first_line(e)}") from None
-        except Exception as e:  # the user's code: whatever it raises is one line naming it
+        except (Exception, SystemExit) as e:  # the user's code: whatever it raises (sys.exit too) is one line
             raise PPO1Error(f"--env_name={self.name!r}: {self.describe()} raised {type(e).__name__}: "
                             f"{first_line(e)}") from None
         if not isinstance(env, gymnasium.Env):
@@ -193,7 +193,7 @@ def resolve(name: str, env_kwargs: str = "{}") -> EnvRef:
         raise PPO1Error(f"--env_name={name!r} is invalid: must be an id, module:EnvId or package.module:callable")
     try:
         module = importlib.import_module(module_name)
-    except Exception as e:  # ModuleNotFoundError, or whatever the module raises as it runs
+    except (Exception, SystemExit) as e:  # ModuleNotFoundError, or whatever the module raises as it runs
         extra = missing_extra(e)
         hint = f" (pip install 'ppo1[{extra}]')" if extra else ""
         raise PPO1Error(f"--env_name={name!r}: module {module_name!r} cannot be imported: "

@@ -70,6 +70,29 @@ class RunLock:
             os.close(self.fd)  # closing the only descriptor releases the flock
             self.fd = None
 
+    def intact(self) -> bool:
+        """Whether the lock file this lock holds is still the run directory's (not removed with the directory,
+        nor replaced by another). True where the lock could not be taken (no descriptor)."""
+        if self.fd is None:
+            return True
+        try:
+            held, there = os.fstat(self.fd), os.stat(self.path)
+        except OSError:
+            return False
+        return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+
+    def abandon(self) -> None:
+        """Release the lock of a run that was refused before it did any work: a directory holding nothing
+        but the lock file (this start made it, or an earlier refused one did) is removed with it."""
+        try:
+            if os.path.isdir(self.run_dir) and os.listdir(self.run_dir) == [LOCK]:
+                os.unlink(self.path)
+                os.rmdir(self.run_dir)
+        except OSError:
+            pass  # another process wrote there meanwhile, or it cannot be removed: it stays
+        finally:
+            self.release()
+
     def __del__(self):
         try:
             self.release()

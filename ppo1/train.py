@@ -66,9 +66,10 @@ class StopRequest:
     number. A second SIGINT or SIGTERM exits at once; a SIGHUP never does (a hang-up may come twice,
     from the shell and from the kernel as the shell exits, and must not cut the stop's checkpoint short)."""
 
-    def __init__(self, quiet: bool = False):
+    def __init__(self, quiet: bool = False, run_dir: str = ""):
         self.signum = 0
         self.quiet = quiet  # ranks other than 0 exit without a word
+        self.run_dir = run_dir  # where a checkpoint of an earlier iteration may lie
         self.saved = False  # the stop's checkpoint is written (the loop has ended for the signal)
         self._previous: dict = {}
 
@@ -92,7 +93,9 @@ class StopRequest:
         if self.signum:  # the second: exit now, one line, no traceback (a save cut short leaves only a temp file)
             if not self.quiet:
                 what = ("; the checkpoint of this stop is written" if self.saved else
-                        " without a checkpoint; the newest one on disk is intact")
+                        " without a checkpoint; the newest one on disk is intact"
+                        if os.path.lexists(os.path.join(self.run_dir, checkpoint.LATEST)) else
+                        " without a checkpoint; none was written yet")
                 say(f"ppo1: second {signal.Signals(signum).name}: exiting now{what}")
             os._exit(128 + signum)
         self.signum = signum
@@ -121,7 +124,7 @@ class Trainer:
         iterations. Returns the final counters and the process exit code (0, or 128 + signal number)."""
         cfg, comm = self.config, self.comm
         self.resume(*self.setup())
-        with StopRequest(quiet=not comm.is_root) as stop, Watchdog(cfg.watchdog_timeout, comm.rank, comm.abort) as wd:
+        with StopRequest(quiet=not comm.is_root, run_dir=cfg.run_dir) as stop, Watchdog(cfg.watchdog_timeout, comm.rank, comm.abort) as wd:
             self.wd = wd
             while self.state.iteration < self.n_iters:
                 wd.phase = "rollout"
@@ -182,7 +185,12 @@ class Trainer:
                 saved, path = self._newest_checkpoint()
         except PPO1Error as e:
             error = e
-        comm.agree(error)
+        try:
+            comm.agree(error)
+        except PPO1Error:
+            if self.lock is not None:  # refused before any work: no directory of only a lock file is left
+                self.lock.abandon()
+            raise
         return comm.bcast((saved, path))
 
     def _newest_checkpoint(self) -> tuple[TrainState | None, str | None]:
@@ -335,6 +343,12 @@ class Trainer:
         """Collective: why training stops after this iteration (a signal on any rank, --stop_after_iterations),
         or None to go on. A signal sets the exit code 128 + its number."""
         self.wd.phase = "stop request allgather"
+        if self.comm.bcast(self.lock is not None and not self.lock.intact()):  # rank 0 holds the lock
+            err = PPO1Error(f"the run directory {self.config.run_dir} was removed or moved (its lock file with it) "
+                            f"while training: stopped after iteration {self.state.iteration}, writing nothing more there, "
+                            "so no second training shares it")
+            err.all_ranks = True
+            raise err
         signum = stop.agreed(self.comm)
         if signum:
             self.exit_code = 128 + signum

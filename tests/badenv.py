@@ -40,3 +40,8 @@ class BadEnv(gymnasium.Env):
 
 def make(**kwargs) -> BadEnv:
     return BadEnv(**kwargs)
+
+
+def exits(**kwargs):
+    """A factory that calls sys.exit(0) instead of returning an env."""
+    raise SystemExit(0)

@@ -47,3 +47,16 @@ def test_an_env_that_raises_is_one_line_with_its_traceback_in_the_run_directory(
     assert "Traceback" in trace.read_text() and 'raise RuntimeError("the emulator lost its state")' in trace.read_text()
     assert torch.load(tmp_path / "bad" / "latest.pt", weights_only=True)["iteration"] == 2
     assert os.path.exists(tmp_path / "bad" / "ckpt-00000002.pt")
+
+
+def test_a_factory_that_exits_is_one_line_and_status_2_not_a_silent_0(tmp_path):
+    r = run_cli([*RUN, "--env_name", "tests.badenv:exits", "--checkpoint_dir", str(tmp_path)])
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "ppo1: error: --env_name='tests.badenv:exits': tests.badenv:exits() raised SystemExit: 0"], r.stderr
+
+
+def test_a_run_refused_at_set_up_leaves_no_run_directory_behind(tmp_path):
+    r = run_cli(["--env_name", "tests.pixelenv:make_env", "--frame_size", "16", "--env_steps", "1024",
+                 "--checkpoint_dir", str(tmp_path), "--model_name", "small-frames"])
+    assert r.returncode == 2 and "needs frames of at least 20x20" in r.stderr, r.stderr
+    assert os.listdir(tmp_path) == []  # not a directory holding only train.lock

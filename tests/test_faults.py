@@ -165,6 +165,28 @@ def test_a_second_training_of_a_run_being_trained_is_refused_and_the_first_is_un
     assert again.returncode == 0 and "resuming from" in again.stdout, again.stderr
 
 
+def test_removing_the_run_directory_under_a_training_stops_it_in_one_line_on_every_rank(tmp_path):
+    # the lock went with the directory: going on would let a second training of the run in beside this one
+    run = tmp_path / "gone"
+    args = [*FAST, "--env_steps", "1000000", "--save_interval", "1000", "--checkpoint_dir", str(tmp_path),
+            "--model_name", "gone"]
+    proc = start(args, np_=2)
+    try:
+        wait_for_rows(run / "progress.csv", 1, proc)
+        shutil.rmtree(run)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 2, err
+    lines = [line for line in err.splitlines() if line.startswith("ppo1: ")]
+    assert len(lines) == 1 and f"the run directory {run} was removed or moved (its lock file with it)" in lines[0], err
+    assert "Traceback" not in out + err
+    if (run / "progress.csv").exists():  # an iteration under way may have logged once more, no further
+        assert len(rows(run / "progress.csv")) <= 1
+
+
 def test_two_trainings_started_together_one_runs_one_is_refused(tmp_path):
     args = [*FAST, "--env_steps", "512", "--checkpoint_dir", str(tmp_path), "--model_name", "T"]
     procs = [start(args, np_=2), start(args, np_=1)]
@@ -450,9 +472,10 @@ def test_a_second_sigterm_exits_at_once_with_one_line(tmp_path):
     # the second signal lands during the iteration (no checkpoint yet), after the stop's checkpoint
     # (when the first came near an iteration's end: it must not die of the default action, exit 15),
     # after rank 0 has already ended the stop, or first on rank 1, whose exit ends the job before rank 0
-    # says anything (a loaded machine): at once, at most one line, no traceback
+    # says anything (a loaded machine): at once, at most one line, no traceback. --save_interval 1000: there is
+    # no checkpoint on disk yet, and the line does not claim one
     lines = [line for line in err.splitlines() if line.strip()]
-    assert lines in ([], ["ppo1: second SIGTERM: exiting now without a checkpoint; the newest one on disk is intact"],
+    assert lines in ([], ["ppo1: second SIGTERM: exiting now without a checkpoint; none was written yet"],
                      ["ppo1: second SIGTERM: exiting now; the checkpoint of this stop is written"]), (out, err)
     assert "Traceback" not in out + err
 
