@@ -17,8 +17,11 @@ caught, trainers beaten, experience). Bring your own ROM (this project ships non
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import warnings
+import weakref
 
 import gymnasium
 import numpy as np
@@ -53,6 +56,47 @@ def untag_capsule_type() -> None:
         ctypes.pythonapi.PyType_Modified(ctypes.py_object(type(datetime.datetime_CAPI)))  # the capsule type
 
 
+class RomCopy(gymnasium.Wrapper):
+    """Removes the emulator's private copy of the ROM (and its battery save) when the env is closed, or at the
+    latest when the process exits (a run that stops on an error does not close its envs one by one)."""
+
+    def __init__(self, env: gymnasium.Env, folder: str):
+        super().__init__(env)
+        self.folder = folder
+        self._remove = weakref.finalize(self, shutil.rmtree, folder, True)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._remove()
+
+
+def load_gba(rom: str, save: str | None):
+    """(pygba's PyGBA running a private copy of `rom`, from the battery save `save`; the folder of the copy).
+    As PyGBA.load, which copies the ROM so mGBA never writes beside the user's files, but in a folder this
+    module removes (on close, and here on any failure) and with errors that name the user's ROM."""
+    import mgba.core
+    from pygba import PyGBA
+
+    folder = tempfile.mkdtemp(prefix="ppo1-gba-")
+    try:
+        copy = os.path.join(folder, "rom.gba")
+        shutil.copyfile(rom, copy)
+        if save is not None:
+            shutil.copyfile(save, os.path.join(folder, "rom.sav"))
+        core = mgba.core.load_path(copy)
+        if core is None:
+            raise ValueError(f"mGBA cannot load {rom}: is it a GBA ROM?")
+        if save is not None:
+            core.autoload_save()
+        core.reset()
+        return PyGBA(core), folder
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
 def make_env(rom: str = "", save: str | None = None, hold: int = 24, max_episode_steps: int = 65_536,
              game_wrapper: bool = True, render_mode: str | None = None) -> gymnasium.Env:
     """The env of one emulator running `rom` (from the battery save `save`, else from power-on)."""
@@ -61,14 +105,18 @@ def make_env(rom: str = "", save: str | None = None, hold: int = 24, max_episode
     if not os.path.isfile(rom):
         raise FileNotFoundError(f"no ROM at {rom}")
     try:
-        from pygba import PokemonEmerald, PyGBA, PyGBAEnv
+        from pygba import PokemonEmerald, PyGBAEnv
     except ImportError as e:
         raise ImportError(f"{e}: pip install -e '.[gba]' (mgba needs Debian's libmgba0.10)") from None
-    gba = PyGBA.load(rom, save)
-    untag_capsule_type()  # PyGBAEnv runs the emulator's first frame
-    with warnings.catch_warnings():  # without a game wrapper pygba warns that there is no reward: as asked
-        warnings.simplefilter("ignore")
-        env = PyGBAEnv(gba, PokemonEmerald() if game_wrapper else None, obs_type="rgb", frameskip=hold - 1,
-                       render_mode=render_mode)
+    gba, folder = load_gba(rom, save)
+    try:
+        untag_capsule_type()  # PyGBAEnv runs the emulator's first frame
+        with warnings.catch_warnings():  # without a game wrapper pygba warns that there is no reward: as asked
+            warnings.simplefilter("ignore")
+            env = PyGBAEnv(gba, PokemonEmerald() if game_wrapper else None, obs_type="rgb", frameskip=hold - 1,
+                           render_mode=render_mode)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     # gymnasium's TimeLimit, not pygba's own (which lets an episode run one action longer than asked)
-    return gymnasium.wrappers.TimeLimit(Upright(env), max_episode_steps)
+    return RomCopy(gymnasium.wrappers.TimeLimit(Upright(env), max_episode_steps), folder)

@@ -65,21 +65,40 @@ def test_a_gba_rom_trains_under_mpirun_resumes_plays_records_and_snapshots(tmp_p
     run = ["--env_name", "examples.pokemon_emerald:make_env", "--env_kwargs", kwargs, "--checkpoint_dir",
            str(tmp_path / "ck"), "--model_name", "gba"]
     memory = ["--rnn", "lstm", "--frame_stack", "1"]  # the example's documented command: memory, no stack
+    tmp = tmp_path / "tmp"  # where the example copies the ROM for each emulator, and removes the copy again
+    tmp.mkdir()
+    env = {"TMPDIR": str(tmp)}
     r = run_cli([*TINY, *run, *memory, "--env_steps", "1024", "--stop_after_iterations", "1", "--snapshot_interval",
-                 "1"], np_=2)
+                 "1"], np_=2, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "2 ranks x 2 envs" in r.stdout and (tmp_path / "ck" / "gba" / "snapshot.png").exists()
     saved = json.loads((tmp_path / "ck" / "gba" / "config.json").read_text())
     assert (saved["rnn"], saved["frame_stack"]) == ("lstm", 1)
-    r = run_cli([*TINY, *run, "--env_steps", "1024"], np_=2)
+    r = run_cli([*TINY, *run, "--env_steps", "1024"], np_=2, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "resuming from" in r.stdout and "ppo1: done: 1024 steps in 2 iterations" in r.stdout
-    r = run_cli(["--mode", "play", "--episodes", "2", *run], np_=2)
+    r = run_cli(["--mode", "play", "--episodes", "2", *run], np_=2, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.count("40 agent steps (cut by the env's time limit)") == 2, r.stdout
-    r = run_cli(["--mode", "movie", "--max_frames", "120", *run])
+    r = run_cli(["--mode", "movie", "--max_frames", "120", *run], env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert list((tmp_path / "ck" / "gba").glob("*.mp4"))
+    assert [p.name for p in tmp.iterdir() if p.name.startswith("ppo1-gba-")] == []  # every ROM copy removed
+
+
+def test_a_file_that_is_no_rom_is_named_in_one_line_and_leaves_no_copy(tmp_path):
+    if why_not := gba_extra_missing():
+        pytest.skip(why_not)
+    rom = tmp_path / "not-a-rom.gba"
+    rom.write_bytes(b"\0" * 16)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    r = run_cli([*TINY, "--env_name", "examples.pokemon_emerald:make_env", "--env_kwargs", json.dumps({"rom": str(rom)}),
+                 "--checkpoint_dir", str(tmp_path / "ck")], env={"TMPDIR": str(tmp)})
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"mGBA cannot load {rom}: is it a GBA ROM?" in lines[0], r.stderr
+    assert list(tmp.iterdir()) == []
 
 
 def test_the_example_without_a_rom_says_what_to_supply_in_one_line(tmp_path):
