@@ -46,8 +46,8 @@ class Config:
     """Everything that defines a training run. Saved beside every checkpoint as config.json.
 
     Hyperparameters are per actor: `timesteps_per_actorbatch` steps per env per iteration and
-    `optim_batchsize` samples per actor per minibatch, so 8 actors pose the same learning problem
-    whether they run as 8 ranks x 1 env, 2 x 4 or 1 x 8.
+    `optim_batchsize` samples per actor per minibatch, so 8 actors take the same batches whether they run
+    as 8 ranks x 1 env, 2 x 4 or 1 x 8 (advantages are standardised over each rank's own samples).
     """
 
     env_name: str = setting("PongNoFrameskip-v4",

@@ -330,8 +330,8 @@ class CnnPolicy(ActorCritic):
         image = obs[:, :-1] if self.vec_dim else obs
         x = self.torso_input(image)
         if self.autocast_dtype is not None and torch.is_grad_enabled():
-            # --precision bf16, in the update only (the rollouts run without gradients: in fp32, as
-            # there a batch of a few frames ran slower in bf16): the torso under autocast, its
+            # --precision bf16, in the update only (the rollouts run without gradients, in fp32: a batch
+            # of a few frames gains nothing from bf16): the torso under autocast, its
             # features back to float32 for the core and heads, so log-probabilities and values keep
             # float32's precision where the ratio and losses are formed.
             with torch.autocast(obs.device.type, dtype=self.autocast_dtype):
@@ -356,15 +356,15 @@ class CnnPolicy(ActorCritic):
         running per-pixel mean / 255 (`center`).
 
         On the CPU the frames enter the convolutions channels-last (NHWC in memory, same values and
-        shape): oneDNN's convolutions run a third faster that way (small CNN forward + backward of 128
-        frames on one thread: 42 -> 32 ms; Nature CNN: 102 -> 83 ms). GPUs keep the default layout.
+        shape), the layout oneDNN's CPU convolutions are fastest in (docs/throughput.md has the figures);
+        GPUs keep the default layout.
         """
         if obs.device.type == "cpu":
             obs = obs.contiguous(memory_format=torch.channels_last)
         x = obs.float()
         if hasattr(self, "frame_rms"):
-            x.sub_(self.frame_rms.mean().float())  # (84, 84) over the batch and the 4 frames (or (C, H, W)); in place
-            # keeps channels-last (an out-of-place subtraction returned NCHW: 39 -> 67 ms per update batch)
+            x.sub_(self.frame_rms.mean().float())  # (84, 84) over the batch and the 4 frames (or (C, H, W)); in place,
+            # as an out-of-place subtraction returns NCHW and undoes the channels-last layout
         return x.div_(255.0)
 
     def distribution(self, logits: torch.Tensor) -> Categorical | MultiCategorical:
