@@ -201,8 +201,9 @@ class Config:
         "eager with a notice if compiling fails)")
     precision: str = setting("fp32",
         "the update's CNN torso: fp32, or bf16 (torch.autocast: its convolutions and hidden layer in "
-        "bfloat16 in the update's forward and backward; heads, loss, Adam and the rollouts stay "
-        "float32): faster on CPUs with AVX512-BF16 or AMX and on GPUs; may differ on resume")
+        "bfloat16 in the update's forward and backward, and in the pass that takes pi_old for it, so its "
+        "first ratio is exactly 1; heads, loss, Adam and the rollouts stay float32): faster on CPUs with "
+        "AVX512-BF16 or AMX and on GPUs; may differ on resume")
 
     # ------------------------------------------------------------------ derived
     @property

@@ -66,6 +66,8 @@ class ActorCritic(nn.Module):
     def __init__(self):
         super().__init__()
         self.core: RecurrentCore | None = None  # --rnn lstm / gru
+        self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16 (CnnPolicy.features)
+        self.relabelling = False  # Batch.relabel: pi_old in the update's precision, without gradients
 
     def features(self, obs: torch.Tensor) -> torch.Tensor:
         """obs (B, ...) -> the torso's features (B, F)."""
@@ -315,7 +317,6 @@ class CnnPolicy(ActorCritic):
         self.num_actions = num_actions
         if nvec is not None:  # num_actions = sum(nvec)
             self.nvec, self.action_shape = tuple(nvec), (len(nvec),)
-        self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16 (see forward)
         n_features = hidden + vec_dim
         if rnn != "none":  # the torso's features (and the Dict's vector entries) enter the core
             self.core = RecurrentCore(rnn, n_features, rnn_size)
@@ -329,11 +330,12 @@ class CnnPolicy(ActorCritic):
         """obs (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) -> the torso's features (B, hidden + vec_dim) float32."""
         image = obs[:, :-1] if self.vec_dim else obs
         x = self.torso_input(image)
-        if self.autocast_dtype is not None and torch.is_grad_enabled():
+        if self.autocast_dtype is not None and (torch.is_grad_enabled() or self.relabelling):
             # --precision bf16, in the update only (the rollouts run without gradients, in fp32: a batch
-            # of a few frames gains nothing from bf16): the torso under autocast, its
-            # features back to float32 for the core and heads, so log-probabilities and values keep
-            # float32's precision where the ratio and losses are formed.
+            # of a few frames gains nothing from bf16), and in the pass that takes pi_old for it (so its
+            # first ratio is 1): the torso under autocast, its features back to float32 for the core and
+            # heads, so log-probabilities and values keep float32's precision where the ratio and losses
+            # are formed.
             with torch.autocast(obs.device.type, dtype=self.autocast_dtype):
                 h = self.torso(x)
             h = h.float()

@@ -87,16 +87,21 @@ class Batch:
     @torch.no_grad()
     def relabel(self, policy: torch.nn.Module, chunk: int = 1024) -> None:
         """Set logp and values to those of `policy` as it is now (pi_old of the update), in forward passes
-        of about `chunk` samples (whole --rnn chunks): after its input statistics moved (Trainer.update),
-        so the update's first ratio is 1, as baselines assigns old = new after updating its ob_rms."""
+        of about `chunk` samples (whole --rnn chunks), in the update's precision: after its input statistics
+        moved, or with --precision bf16 (Trainer.update), so the update's first ratio is 1, as baselines
+        assigns old = new after updating its ob_rms."""
         logp, values = [], []  # new tensors: on the CPU, logp and values share the Segment's buffers
         chunk = max(chunk // self.seq_len, 1) * self.seq_len
-        for start in range(0, len(self), chunk):
-            idx = torch.arange(start, min(start + chunk, len(self)), device=self.obs.device)
-            part = self._take(idx, None if self.state0 is None else idx[::self.seq_len] // self.seq_len)
-            dist, v = part.forward(policy)
-            logp.append(dist.log_prob(part.actions))
-            values.append(v)
+        policy.relabelling = True  # in the update's precision (--precision bf16), as the epochs compute
+        try:
+            for start in range(0, len(self), chunk):
+                idx = torch.arange(start, min(start + chunk, len(self)), device=self.obs.device)
+                part = self._take(idx, None if self.state0 is None else idx[::self.seq_len] // self.seq_len)
+                dist, v = part.forward(policy)
+                logp.append(dist.log_prob(part.actions))
+                values.append(v)
+        finally:
+            policy.relabelling = False
         self.logp = torch.cat(logp).float()
         if self.values is not None:
             self.values = torch.cat(values).float()

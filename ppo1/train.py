@@ -298,7 +298,8 @@ class Trainer:
         self.wd.phase = "gradient allreduce"
         with self.profile.timer("update"):
             batch = seg.batch(self.device, self.rng, standardize_adv=self.config.adv_norm == "batch")
-            if moved:  # pi_old is the policy the update starts from, with the new statistics (ratio 1)
+            if moved or self.policy.autocast_dtype is not None:  # pi_old is the policy the update starts from,
+                # with the new statistics and in the update's precision (bf16): its first ratio is 1
                 batch.relabel(self.policy)
             try:
                 stats = update(self.policy, self.optimizer, self.comm, batch, hp, self.dist_fn)
