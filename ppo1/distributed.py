@@ -220,9 +220,12 @@ class Comm:
         os._exit(code)
 
     def abort(self, code: int = 1) -> None:
-        """End every rank of the job now (MPI_Abort); in one process, exit."""
+        """End every rank of the job now (MPI_Abort); in one process, exit. A rank ends whatever its envs
+        started first: MPI_Abort kills the ranks, not their engines."""
         flush_console()
         if self.size > 1:
+            from ppo1.envs.children import kill_descendants
+            kill_descendants()
             wait_for_launcher_to_read()  # else the launcher may end the job before it prints our last lines
             self._comm.Abort(code)
         sys.exit(code)

@@ -70,10 +70,11 @@ def mpi_fork_command(np_: int, argv: list[str]) -> list[str]:
     return [*cmd, sys.executable, "-m", "run_atari", *without_np(argv)]
 
 
-def _relay(src: int, dst: int) -> None:
+def _relay(src: int, dst: int, muted=None) -> None:
     """Copy `src` to `dst` until `src` ends; once `dst` is gone (a closed terminal: EIO), keep reading
-    and drop what comes, so the writer never blocks or sees an error."""
-    gone = False
+    and drop what comes, so the writer never blocks or sees an error. Once `muted` (a threading.Event) is
+    set, only whole lines that start with `ppo1:` pass (mpirun's report of ranks it saw exit is dropped)."""
+    gone, pending = False, b""
     while True:
         try:
             chunk = os.read(src, 65536)
@@ -81,6 +82,11 @@ def _relay(src: int, dst: int) -> None:
             return
         if not chunk:
             return
+        if muted is not None and muted.is_set():
+            pending += chunk
+            lines = pending.split(b"\n")
+            pending = lines.pop()
+            chunk = b"".join(line + b"\n" for line in lines if line.startswith(b"ppo1:"))
         while chunk and not gone:
             try:
                 chunk = chunk[os.write(dst, chunk):]
@@ -88,24 +94,52 @@ def _relay(src: int, dst: int) -> None:
                 gone = True
 
 
+def local_ranks(launcher: int) -> list[int]:
+    """The processes below `launcher` (mpirun) on this host that run run_atari: its ranks here."""
+    from ppo1.envs.children import descendants
+    ranks = []
+    for pid in descendants(launcher):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"run_atari" in argv or any(a.endswith(b"run_atari.py") for a in argv):
+            ranks.append(pid)
+    return ranks
+
+
 def run_launcher(cmd: list[str]) -> int:
     """Run mpirun (`cmd`) as a child and wait for it; return the exit status for this process.
-
-    A hang-up must stop the ranks with a checkpoint, but MPICH's mpirun has no SIGHUP handler: it dies
-    and its proxy SIGKILLs the ranks. So mpirun starts with SIGHUP ignored (inherited, as nohup does),
-    and a hang-up here is passed to it as SIGTERM, which it forwards to the ranks: they finish the
-    iteration, checkpoint and exit; this process then exits 129 (128 + SIGHUP). mpirun's output goes
-    through this process, so a terminal that is gone is never mpirun's error. SIGTERM is passed on as it
-    is; Ctrl-C reaches mpirun from the terminal (the same process group), so here it only waits."""
+    mpirun runs in a process group of its own, with SIGHUP ignored, and its output goes through this process
+    (a terminal that is gone is never mpirun's error). The stop signals reach this process alone, and it
+    hands them to this host's ranks themselves (`local_ranks`), not through mpirun, because MPICH's mpirun
+    passes a signal to each rank's whole process group, where it also reaches what the rank's envs started
+    (ViZDoom's engine, which then exits mid-iteration), dies of a hang-up (its proxy then SIGKILLs the
+    ranks), and takes a second Ctrl-C as "kill the job". One rank's signal stops them all after the same
+    iteration, with a checkpoint (ranks on other hosts too: they agree on it). So: Ctrl-C and SIGTERM are
+    passed on as they are, a hang-up as SIGTERM (exit 129); a second Ctrl-C makes the ranks exit at once with
+    their one line, and this process exits 130 without mpirun's report of it. Where no rank is found here,
+    the signal goes to mpirun."""
     import threading
-
-    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0,
                              preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
-    relays = [threading.Thread(target=_relay, args=(pipe.fileno(), fd), daemon=True)
+    muted = threading.Event()
+    relays = [threading.Thread(target=_relay, args=(pipe.fileno(), fd, muted), daemon=True)
               for pipe, fd in ((child.stdout, 1), (child.stderr, 2))]
     for relay in relays:
         relay.start()
-    hung_up = []
+    hung_up, interrupts = [], []
+
+    def deliver(signum: int) -> None:
+        ranks = local_ranks(child.pid)
+        if not ranks:
+            child.send_signal(signum)
+        for pid in ranks:
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
 
     def on_hangup(_signum, _frame):
         if not hung_up:
@@ -114,17 +148,25 @@ def run_launcher(cmd: list[str]) -> int:
                 os.write(2, b"ppo1: hang-up: every rank stops after its iteration, with a checkpoint\n")
             except OSError:  # the terminal is gone
                 pass
-            child.send_signal(signal.SIGTERM)
+            deliver(signal.SIGTERM)
+
+    def on_interrupt(_signum, _frame):
+        interrupts.append(True)
+        if len(interrupts) > 1:
+            muted.set()  # the ranks' own lines pass; mpirun's report of their exit does not
+        deliver(signal.SIGINT)
 
     if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # under nohup it stays ignored
         signal.signal(signal.SIGHUP, on_hangup)
-    signal.signal(signal.SIGTERM, lambda _s, _f: child.send_signal(signal.SIGTERM))
-    signal.signal(signal.SIGINT, lambda _s, _f: None)
+    signal.signal(signal.SIGTERM, lambda _s, _f: deliver(signal.SIGTERM))
+    signal.signal(signal.SIGINT, on_interrupt)
     code = child.wait()
     for relay in relays:
         relay.join(timeout=5)
     if hung_up:
         return 128 + signal.SIGHUP
+    if len(interrupts) >= 2:
+        return 128 + signal.SIGINT
     return 128 - code if code < 0 else code  # mpirun killed by a signal: 128 + its number
 
 

@@ -21,7 +21,7 @@ from ppo1.bounds import check_batch_memory
 from ppo1.checkpoint import RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, ProcgenLevels, make_vec_env
+from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, ProcgenLevels, kill_descendants, make_vec_env
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
@@ -97,6 +97,7 @@ class StopRequest:
                         if os.path.lexists(os.path.join(self.run_dir, checkpoint.LATEST)) else
                         " without a checkpoint; none was written yet")
                 say(f"ppo1: second {signal.Signals(signum).name}: exiting now{what}")
+            kill_descendants()  # the envs are not closed on this path: no engine outlives the rank
             os._exit(128 + signum)
         self.signum = signum
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.envs.atari import AtariEnv, VecAtari, is_atari, make_ale_env
+from ppo1.envs.children import kill_descendants, shielded
 from ppo1.envs.base import EnvCrash, EnvDataError, Episode, env_seed, env_spec, load_gymnasium, offscreen
 from ppo1.envs.pixels import VecPixels
 from ppo1.envs.procgen import PROCGEN_SHAPE, ProcgenEnv, ProcgenLevels, VecProcgen, is_procgen
@@ -27,7 +28,7 @@ from ppo1.envs.vector import GymEnv, VecGym
 
 # The interface (below) and the names of the family modules that the trainer, the modes and the tools use.
 __all__ = ["env_family", "named_family", "observation_family", "EnvOptions", "make_gym_env", "make_vec_env",
-           "make_eval_env", "EnvCrash", "EnvDataError", "AtariEnv", "VecAtari", "make_ale_env", "Episode", "env_seed", "env_spec",
+           "make_eval_env", "kill_descendants", "shielded", "EnvCrash", "EnvDataError", "AtariEnv", "VecAtari", "make_ale_env", "Episode", "env_seed", "env_spec",
            "load_gymnasium", "PROCGEN_SHAPE", "ProcgenEnv", "ProcgenLevels", "VecProcgen", "GymEnv",
            "VecGym"]
 
@@ -41,7 +42,8 @@ def env_family(env_name: str, env_kwargs: str = "{}", obs_key: str = "") -> str:
     if family is not None:
         return family
     from ppo1.envref import resolve
-    env = resolve(env_name, env_kwargs).make()
+    with shielded():
+        env = resolve(env_name, env_kwargs).make()
     try:
         family = observation_family(env.observation_space, env_name)
         if family == "pixels":
@@ -124,7 +126,14 @@ def make_gym_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | N
 def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None,
                  options: EnvOptions = EnvOptions()):
     """VecAtari (DeepMind preprocessing) for Atari ids, VecProcgen for `procgen:<game>` (on `levels`),
-    VecPixels for other envs with image observations, VecGym for envs with vector observations."""
+    VecPixels for other envs with image observations, VecGym for envs with vector observations. What the envs
+    start gets no stop signal but from this process (ppo1.envs.children.shielded)."""
+    with shielded():
+        return _make_vec_env(env_id, num_envs, seed, rank, levels, options)
+
+
+def _make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None,
+                  options: EnvOptions):
     family = named_family(env_id, options.env_kwargs)
     if family == "procgen":
         return VecProcgen(env_id, num_envs, seed, rank, levels)
@@ -144,7 +153,13 @@ def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, levels: Procg
 def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
                   levels: ProcgenLevels | None = None, options: EnvOptions = EnvOptions()):
     """One env that plays whole games with real scores: AtariEnv(episode_life=False), ProcgenEnv (on
-    `levels`: evaluation passes the unseen ones), PixelEnv or GymEnv."""
+    `levels`: evaluation passes the unseen ones), PixelEnv or GymEnv; shielded as make_vec_env's."""
+    with shielded():
+        return _make_eval_env(env_id, seed, render_mode, levels, options)
+
+
+def _make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None, levels: ProcgenLevels | None,
+                   options: EnvOptions):
     family = named_family(env_id, options.env_kwargs)
     if family == "procgen":
         return ProcgenEnv(env_id, seed, levels)

@@ -1,0 +1,113 @@
+"""Ctrl-C, SIGTERM and hang-ups on the emulator families and under --np: what an env starts (ViZDoom's engine)
+gets no stop signal but from its rank, so the rank stops after its iteration with a checkpoint, then closes its
+envs; a second Ctrl-C exits at once with the documented line and leaves no engine behind. Real processes,
+real signals to the process group, as a terminal sends them."""
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import REPO, mpirun_command
+from ppo1.envs.children import descendants
+
+DOOM = ["--env_name", "VizdoomBasic-v1", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "64",
+        "--optim_batchsize", "32", "--env_steps", "1000000", "--save_interval", "1000", "--num_threads", "1"]
+PONG = ["--envs_per_rank", "2", "--timesteps_per_actorbatch", "256", "--optim_batchsize", "64", "--num_threads", "1",
+        "--env_steps", "1000000", "--save_interval", "1000"]  # iterations of over a second: a second Ctrl-C lands in one
+
+
+def launch(args, tmp_path, np_=None):
+    """`python -m run_atari [--np N] ARGS` in a session of its own (its process group: the terminal's job)."""
+    if np_:
+        mpirun_command(np_)  # skips where there is no mpirun
+    cmd = [sys.executable, "-m", "run_atari", *(["--np", str(np_)] if np_ else []), *args]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
+                            env=dict(os.environ, PYTHONPATH=REPO), start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+
+
+def logged(run, n, proc, timeout=180):
+    """Wait until run/progress.csv has n rows; returns them."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        path = run / "progress.csv"
+        if path.exists():
+            with open(path, newline="") as f:
+                rows = list(csv.DictReader(f))
+            if len(rows) >= n:
+                return rows
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    raise AssertionError("training did not log in time")
+
+
+def finish(proc, timeout=120):
+    try:
+        return proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_ctrl_c_to_a_vizdoom_run_under_np_stops_every_rank_with_a_checkpoint(tmp_path):
+    # the engines used to get the terminal's SIGINT (through mpirun) and die before the ranks' orderly stop
+    pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
+    run = tmp_path / "checkpoints" / "doom"
+    proc = launch([*DOOM, "--model_name", "doom"], tmp_path, np_=2)
+    logged(run, 2, proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = finish(proc)
+    assert proc.returncode == 130, (out, err)
+    assert "ViZDoomUnexpectedExitException" not in out + err and "Traceback" not in out + err
+    assert "stopped by SIGINT" in out
+    with open(run / "progress.csv", newline="") as f:
+        last = int(list(csv.DictReader(f))[-1]["iteration"])
+    assert torch.load(run / "latest.pt", weights_only=True)["iteration"] == last >= 2  # the stop's checkpoint
+
+
+def test_a_second_signal_to_a_vizdoom_process_exits_at_once_and_leaves_no_engine(tmp_path):
+    # the exit that skips closing the envs ends what they started (engines were left running with parent 1)
+    pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
+    proc = launch([*DOOM, "--timesteps_per_actorbatch", "512", "--model_name", "doom"], tmp_path)
+    logged(tmp_path / "checkpoints" / "doom", 1, proc)
+    engines = descendants(proc.pid)
+    assert engines, "ViZDoom runs its engines as processes of their own"
+    proc.send_signal(signal.SIGINT)  # to the process, as `kill -INT`
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = finish(proc)
+    assert proc.returncode == 130, (out, err)
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "ppo1: second SIGINT: exiting now without a checkpoint; none was written yet"], err
+    time.sleep(0.5)
+    assert [pid for pid in engines if alive(pid)] == []
+
+
+def test_a_second_ctrl_c_under_np_is_one_line_and_exit_130_not_mpiruns_abort(tmp_path):
+    proc = launch([*PONG, "--model_name", "p"], tmp_path, np_=2)
+    logged(tmp_path / "checkpoints" / "p", 1, proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = finish(proc)
+    assert proc.returncode == 130, (out, err)
+    # the ranks' one line (none where the stop's checkpoint was written before the second came), never
+    # mpirun's abort of the job (exit 255 and its report) that a second Ctrl-C to mpirun means
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines in ([], ["ppo1: second SIGINT: exiting now without a checkpoint; none was written yet"],
+                     ["ppo1: second SIGINT: exiting now; the checkpoint of this stop is written"]), err
+    assert "BAD TERMINATION" not in out + err and "=====" not in out + err
