@@ -120,6 +120,36 @@ def breakout_run(tmp_path_factory):
     return ck, "breakout", r
 
 
+def first_ratios(monkeypatch, config) -> tuple[list, list[bool]]:
+    """Train `config` in this process. Returns, per update, the ratio pi / pi_old of its first minibatch of
+    its first epoch, and whether the batch's pi_old (its log-probabilities) stayed the same through it."""
+    import importlib
+
+    import torch
+
+    from ppo1.distributed import Comm
+    train_mod = importlib.import_module("ppo1.train")  # (ppo1.train is also the API's train function)
+    ppo_mod = importlib.import_module("ppo1.ppo")
+    first, fixed = [], []
+    real_update, real_loss = train_mod.update, ppo_mod.ppo_loss
+
+    def update(policy, optimizer, comm, batch, hp, dist_fn=None):
+        first.append(None)
+        old = batch.logp.clone()
+        stats = real_update(policy, optimizer, comm, batch, hp, dist_fn)
+        fixed.append(torch.equal(old, batch.logp))
+        return stats
+
+    def loss(dist, values, actions, old_logp, *a, **k):
+        if first[-1] is None:  # the first minibatch of the first epoch of this update
+            first[-1] = torch.exp(dist.log_prob(actions) - old_logp).detach()
+        return real_loss(dist, values, actions, old_logp, *a, **k)
+    monkeypatch.setattr(train_mod, "update", update)
+    monkeypatch.setattr(ppo_mod, "ppo_loss", loss)
+    train_mod.train(config, Comm(None), log=lambda *a, **k: None)
+    return first, fixed
+
+
 def decode(path: str) -> tuple[tuple[int, int], float, list]:
     """(width, height), fps and every frame ((height, width, 3) uint8 arrays) of a video file."""
     from moviepy import VideoFileClip

@@ -269,34 +269,15 @@ def test_the_loss_of_multidiscrete_actions_takes_the_summed_log_probability_and_
 
 def test_the_first_minibatch_has_ratio_one_in_bf16_too_and_pi_old_stays_fixed(tmp_path, monkeypatch):
     # --precision bf16: the update's torso runs in bfloat16, so pi_old is taken in bfloat16 as well (a
-    # float32 pi_old differs from it by the rounding, which can exceed the annealed clip late in a run)
-    import importlib
-    train_mod = importlib.import_module("ppo1.train")
+    # float32 pi_old differs from it by the rounding, which can exceed the annealed clip late in a run).
+    # Frames scaled, not centred: no statistics move, so only the precision asks for pi_old to be taken anew;
+    # a larger step size grows the logits, where a float32 pi_old is off by 3e-4 by the 4th iteration.
+    from conftest import first_ratios
     from ppo1.config import Config
-    from ppo1.distributed import Comm
-    first, fixed = [], []
-    real_update, real_loss = train_mod.update, ppo_loss
-    ppo_mod = importlib.import_module("ppo1.ppo")
-
-    def spy_update(policy, optimizer, comm, batch, hp, dist_fn=None):
-        first.append(None)
-        old = batch.logp.clone()
-        stats = real_update(policy, optimizer, comm, batch, hp, dist_fn)
-        fixed.append(torch.equal(old, batch.logp))
-        return stats
-
-    def spy_loss(dist, values, actions, old_logp, *a, **k):
-        if first[-1] is None:
-            first[-1] = torch.exp(dist.log_prob(actions) - old_logp).detach()
-        return real_loss(dist, values, actions, old_logp, *a, **k)
-    monkeypatch.setattr(train_mod, "update", spy_update)
-    monkeypatch.setattr(ppo_mod, "ppo_loss", spy_loss)
-    # frames scaled, not centred: no statistics move, so only the precision asks for pi_old to be taken anew;
-    # a larger step size grows the logits, where a float32 pi_old is off by 3e-4 by the 4th iteration
     cfg = Config.for_preset("paper", env_steps=1024, envs_per_rank=2, timesteps_per_actorbatch=128, num_threads=1,
                             precision="bf16", frame_norm="scale", optim_stepsize=1e-3, checkpoint_dir=str(tmp_path),
                             model_name="r")
-    train_mod.train(cfg, Comm(None), log=lambda *a, **k: None)
+    first, fixed = first_ratios(monkeypatch, cfg)
     assert len(first) == 4 and all(fixed)
     for r in first:
         torch.testing.assert_close(r, torch.ones_like(r), rtol=0, atol=1e-6)

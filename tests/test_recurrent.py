@@ -1,13 +1,12 @@
 """--rnn lstm / gru: the recurrent core, its state in rollouts, updates, checkpoints and play; memory learned."""
 import csv
-import importlib
 import json
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import run_cli
+from conftest import first_ratios, run_cli
 from ppo1 import PPO1Error
 from ppo1.config import Config
 from ppo1.distributed import Comm
@@ -94,27 +93,9 @@ def test_a_segment_replayed_from_its_saved_states_gives_the_rollouts_log_probs()
          optim_epochs=3),
 ], ids=["atari-lstm", "vector-gru"])
 def test_the_first_minibatch_has_ratio_one_and_pi_old_stays_fixed_across_epochs(tmp_path, monkeypatch, args):
-    train_mod = importlib.import_module("ppo1.train")  # (ppo1.train is also the API's train function)
-    ppo_mod = importlib.import_module("ppo1.ppo")
-    first, fixed = [], []
-    real_update, real_loss = train_mod.update, ppo_mod.ppo_loss
-
-    def update(policy, optimizer, comm, batch, hp, dist_fn=None):
-        first.append(None)
-        old = batch.logp.clone()
-        stats = real_update(policy, optimizer, comm, batch, hp, dist_fn)
-        fixed.append(torch.equal(old, batch.logp))
-        return stats
-
-    def loss(dist, values, actions, old_logp, *a, **k):
-        if first[-1] is None:  # the first minibatch of the first epoch of this update
-            first[-1] = torch.exp(dist.log_prob(actions) - old_logp).detach()
-        return real_loss(dist, values, actions, old_logp, *a, **k)
-    monkeypatch.setattr(train_mod, "update", update)
-    monkeypatch.setattr(ppo_mod, "ppo_loss", loss)
     preset = "ppo_lstm" if args["env_name"] == "CartPole-v1" else "paper"
     cfg = Config.for_preset(preset, num_threads=1, checkpoint_dir=str(tmp_path), model_name="r", **args)
-    train_mod.train(cfg, Comm(None), log=lambda *a, **k: None)
+    first, fixed = first_ratios(monkeypatch, cfg)
     assert len(first) >= 2 and all(fixed)
     for ratio in first:  # fp32: equal up to the rounding of batched matrix products
         torch.testing.assert_close(ratio, torch.ones_like(ratio), rtol=0, atol=1e-5)
