@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error
-from ppo1.launch import LAUNCHER_RANK_VARS, mpirun_command, wait_for_launcher_to_read  # noqa: F401 (mpirun_command: re-exported)
+from ppo1.launch import LAUNCHER_RANK_VARS, kill_descendants, mpirun_command, wait_for_launcher_to_read  # noqa: F401 (mpirun_command: re-exported)
 from ppo1.metrics import Profile
 
 
@@ -224,7 +224,6 @@ class Comm:
         started first: MPI_Abort kills the ranks, not their engines."""
         flush_console()
         if self.size > 1:
-            from ppo1.envs.children import kill_descendants
             kill_descendants()
             wait_for_launcher_to_read()  # else the launcher may end the job before it prints our last lines
             self._comm.Abort(code)

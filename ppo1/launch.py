@@ -94,9 +94,49 @@ def _relay(src: int, dst: int, muted=None) -> None:
                 gone = True
 
 
+def descendants(pid: int | None = None) -> list[int]:
+    """The processes below `pid` (default: this one), children first, read from /proc ([] where it is
+    unreadable)."""
+    root = os.getpid() if pid is None else pid
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # after the command name, which may hold spaces
+        if len(fields) > 1 and fields[1].isdigit():
+            children.setdefault(int(fields[1]), []).append(int(name))
+    found, queue = [], list(children.get(root, []))
+    while queue:
+        p = queue.pop(0)
+        found.append(p)
+        queue.extend(children.get(p, []))
+    return found
+
+
+def kill_descendants() -> int:
+    """SIGKILL every process below this one (envs' engines left running). Returns how many were signalled.
+    Reads /proc only (no import, no lock): it may run in a signal handler."""
+    n = 0
+    for p in descendants():
+        try:
+            os.kill(p, signal.SIGKILL)
+            n += 1
+        except OSError:
+            pass
+    return n
+
+
 def local_ranks(launcher: int) -> list[int]:
     """The processes below `launcher` (mpirun) on this host that run run_atari: its ranks here."""
-    from ppo1.envs.children import descendants
     ranks = []
     for pid in descendants(launcher):
         try:

@@ -21,7 +21,8 @@ from ppo1.bounds import check_batch_memory
 from ppo1.checkpoint import RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, ProcgenLevels, kill_descendants, make_vec_env
+from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, ProcgenLevels, make_vec_env
+from ppo1.launch import kill_descendants
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build

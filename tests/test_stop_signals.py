@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from conftest import REPO, mpirun_command
-from ppo1.envs.children import descendants
+from ppo1.launch import descendants
 
 DOOM = ["--env_name", "VizdoomBasic-v1", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "64",
         "--optim_batchsize", "32", "--env_steps", "1000000", "--save_interval", "1000", "--num_threads", "1"]

@@ -20,7 +20,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.envs.atari import AtariEnv, VecAtari, is_atari, make_ale_env
-from ppo1.envs.children import kill_descendants, shielded
+from ppo1.envs.children import shielded
 from ppo1.envs.base import EnvCrash, EnvDataError, Episode, env_seed, env_spec, load_gymnasium, offscreen
 from ppo1.envs.pixels import VecPixels
 from ppo1.envs.procgen import PROCGEN_SHAPE, ProcgenEnv, ProcgenLevels, VecProcgen, is_procgen
@@ -28,7 +28,7 @@ from ppo1.envs.vector import GymEnv, VecGym
 
 # The interface (below) and the names of the family modules that the trainer, the modes and the tools use.
 __all__ = ["env_family", "named_family", "observation_family", "EnvOptions", "make_gym_env", "make_vec_env",
-           "make_eval_env", "kill_descendants", "shielded", "EnvCrash", "EnvDataError", "AtariEnv", "VecAtari", "make_ale_env", "Episode", "env_seed", "env_spec",
+           "make_eval_env", "shielded", "EnvCrash", "EnvDataError", "AtariEnv", "VecAtari", "make_ale_env", "Episode", "env_seed", "env_spec",
            "load_gymnasium", "PROCGEN_SHAPE", "ProcgenEnv", "ProcgenLevels", "VecProcgen", "GymEnv",
            "VecGym"]
 
