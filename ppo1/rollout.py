@@ -44,7 +44,7 @@ class Batch:
     def __len__(self) -> int:
         return self.obs.shape[0]
 
-    def _take(self, idx: torch.Tensor, chunks: torch.Tensor | None = None) -> "Batch":
+    def _take(self, idx: torch.Tensor | slice, chunks: torch.Tensor | slice | None = None) -> "Batch":
         pick = (lambda x: None if x is None else x[idx])
         return Batch(self.obs[idx], self.actions[idx], self.logp[idx], self.adv[idx], self.returns[idx], self.rng,
                      pick(self.values), pick(self.starts), None if chunks is None else self.state0[chunks],
@@ -95,8 +95,9 @@ class Batch:
         policy.relabelling = True  # in the update's precision (--precision bf16), as the epochs compute
         try:
             for start in range(0, len(self), chunk):
-                idx = torch.arange(start, min(start + chunk, len(self)), device=self.obs.device)
-                part = self._take(idx, None if self.state0 is None else idx[::self.seq_len] // self.seq_len)
+                end = min(start + chunk, len(self))  # slices: views of the batch, as before --rnn, not copies
+                part = self._take(slice(start, end),
+                                  None if self.state0 is None else slice(start // self.seq_len, end // self.seq_len))
                 dist, v = part.forward(policy)
                 logp.append(dist.log_prob(part.actions))
                 values.append(v)
