@@ -101,7 +101,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "rewards and episodes": ("clip_reward", "reward_scale", "norm_reward", "episode_life", "max_episode_steps"),
     "network": ("model_type", "init", "frame_norm", "rnn", "rnn_size", "bptt_len", "precision", "compile"),
     "parallelism and devices": ("np", "envs_per_rank", "num_threads", "device", "deterministic",
-                                "sync_check_interval", "watchdog_timeout"),
+                                "sync_check_interval", "watchdog_timeout", "env_restarts"),
     "run directory and checkpoints": ("model_name", "checkpoint_dir", "asset_dir", "fresh", "save_interval",
                                       "keep_checkpoints", "stop_after_iterations", "snapshot_interval",
                                       "video_interval", "video_max_frames"),

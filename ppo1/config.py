@@ -193,6 +193,11 @@ class Config:
         "train: seconds without a finished iteration (a lost host, a rank stuck in a collective) "
         "after which every rank prints where it waited and ends the job (exit status 3); -1 = max(10 "
         "x median iteration time, 300 s), 0 = off")
+    env_restarts: int = setting(5,
+        "train: times a rank makes an env anew when its step raises (an engine or emulator that died, a "
+        "subprocess of a factory's env that exited), each with a warning and its traceback in the run "
+        "directory; the episode counts as cut, not ended. Past it the run stops after that iteration with a "
+        "checkpoint (exit status 2); 0 = the first exception stops the run")
     device: str = setting("auto",
         "auto (a GPU when torch sees one, else the CPU), cpu, cuda or cuda:N; under mpirun each rank "
         "takes GPU local_rank %% GPUs on its node, cuda:N pins GPU N; may differ on resume")
@@ -282,6 +287,8 @@ class Config:
                      "save_interval", "sync_check_interval", "env_steps", "keep_checkpoints"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 bad(name, "a whole number >= 1")
+        if not isinstance(self.env_restarts, int) or self.env_restarts < 0:
+            bad("env_restarts", "a whole number >= 0")
         if self.envs_per_rank > MAX_ENVS_PER_RANK:
             bad("envs_per_rank", f"at most {MAX_ENVS_PER_RANK} (for more actors, run more ranks)")
         if self.optim_batchsize > self.timesteps_per_actorbatch:

@@ -120,6 +120,7 @@ class Trainer:
         self.profile = comm.profile  # env, inference, update and comm (allreduce) seconds of this rank
         self.exit_code, self.reason = 0, "done"
         self.rnn_state = None  # --rnn: the envs' states restored from a checkpoint (None: zeros)
+        self.restarts_said = 0  # the envs' restarts (VecEnv.restarts) warned of so far
 
     def run(self) -> dict:
         """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after`
@@ -172,6 +173,7 @@ class Trainer:
         try:
             self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank,
                                      ProcgenLevels.training(cfg), EnvOptions.of(cfg))  # Procgen: training levels
+            self.venv.max_restarts = cfg.env_restarts  # an env whose step raises is made anew, this often
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
                                self.venv.obs.itemsize, comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
@@ -277,19 +279,35 @@ class Trainer:
         its own: its traceback into the run directory) is one PPO1Error naming the iteration, raised before
         anything of it is used: the newest checkpoint stays the last good one."""
         try:
-            return self.collector.collect()
+            seg = self.collector.collect()
         except (EnvDataError, EnvCrash) as e:
             where = f"training stopped in iteration {self.state.iteration + 1}: {e}"
-            if isinstance(e, EnvCrash):
-                path = os.path.join(self.config.run_dir, f"env-error-rank{self.comm.rank}.txt")
-                try:
-                    with open(path, "w", encoding="utf-8") as f:
-                        f.write(e.trace)
-                    where += f" (traceback in {path})"
-                except OSError:
-                    pass
+            if isinstance(e, EnvCrash) and self.keep_trace(e.trace):
+                where += f" (traceback in {self.trace_path})"
             raise PPO1Error(f"{where}; nothing of this iteration was used, the newest checkpoint on disk is the "
                             "last good one") from None
+        restarts = self.venv.restarts
+        for n in range(self.restarts_said, len(restarts)):  # an env made anew: a warning on the rank, its trace kept
+            r = restarts[n]
+            kept = f"; traceback in {self.trace_path}" if self.keep_trace(r.trace) else ""
+            say(f"ppo1: warning: rank {self.comm.rank}, iteration {self.state.iteration + 1}: env {r.index} raised "
+                f"{r.error}; made it anew ({n + 1} of --env_restarts {self.config.env_restarts}), its episode "
+                f"counted as cut{kept}")
+        self.restarts_said = len(restarts)
+        return seg
+
+    @property
+    def trace_path(self) -> str:
+        return os.path.join(self.config.run_dir, f"env-error-rank{self.comm.rank}.txt")
+
+    def keep_trace(self, trace: str) -> bool:
+        """Append an env's traceback to this rank's env-error-rank<r>.txt. Returns whether it was written."""
+        try:
+            with open(self.trace_path, "a", encoding="utf-8") as f:
+                f.write(trace + "\n")
+            return True
+        except OSError:
+            return False
 
     def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
         """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch.
@@ -343,8 +361,9 @@ class Trainer:
             self.snapshots.maybe_write(state.iteration, state.timesteps)
 
     def stop_reason(self, stop: StopRequest) -> str | None:
-        """Collective: why training stops after this iteration (a signal on any rank, --stop_after_iterations),
-        or None to go on. A signal sets the exit code 128 + its number."""
+        """Collective: why training stops after this iteration (a signal on any rank, more env restarts on a
+        rank than --env_restarts, --stop_after_iterations), or None to go on. A signal sets the exit code 128 +
+        its number, the restarts 2."""
         self.wd.phase = "stop request allgather"
         if self.comm.bcast(self.lock is not None and not self.lock.intact()):  # rank 0 holds the lock
             err = PPO1Error(f"the run directory {self.config.run_dir} was removed or moved (its lock file with it) "
@@ -356,6 +375,11 @@ class Trainer:
         if signum:
             self.exit_code = 128 + signum
             return f"stopped by {signal.Signals(signum).name}" + (" (a hang-up)" if signum == signal.SIGHUP else "")
+        restarts = max(self.comm.allgather(len(self.venv.restarts)))
+        if restarts > self.config.env_restarts:
+            self.exit_code = 2
+            return (f"an env raised {restarts} times on one rank, more than --env_restarts {self.config.env_restarts} "
+                    "allows: stopped")
         if self.stop_after and self.state.iteration - self.start_iteration >= self.stop_after:
             return f"stopped after {self.stop_after} iterations (--stop_after_iterations)"
         return None
@@ -406,6 +430,9 @@ class Trainer:
             latest = os.path.join(cfg.run_dir, checkpoint.LATEST)
             if self.reason == "done":
                 self.log(f"ppo1: done: {state.timesteps} steps in {state.iteration} iterations; checkpoint {latest}")
+            elif self.exit_code == 2:  # the envs' restarts ran out: an error, with its checkpoint
+                say(f"ppo1: error: {self.reason} at iteration {state.iteration} ({state.timesteps} of {cfg.env_steps} "
+                    f"steps) with a checkpoint, {latest}; the tracebacks are in env-error-rank<r>.txt there")
             else:
                 self.log(f"ppo1: {self.reason} at iteration {state.iteration} ({state.timesteps} of "
                          f"{cfg.env_steps} steps); checkpoint {latest}; run the same command again to resume")

@@ -41,8 +41,9 @@ def become_run_atari(argv: list[str], cwd: str) -> None:
         sys.path[0] = cwd  # as `python -m` puts the working directory first
         sys.argv = ["run_atari", *argv]
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as a new interpreter has it: a closed pipe is an exception
         try:
             runpy.run_module("run_atari", run_name="__main__", alter_sys=True)
             code = 0

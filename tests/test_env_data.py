@@ -35,9 +35,9 @@ def test_bad_env_data_stops_the_run_in_one_line_naming_it_and_keeps_the_last_goo
     assert torch.load(tmp_path / "bad" / "latest.pt", weights_only=True)["iteration"] == 2
 
 
-def test_an_env_that_raises_is_one_line_with_its_traceback_in_the_run_directory(tmp_path):
+def test_with_no_restarts_an_env_that_raises_is_one_line_with_its_traceback_in_the_run_directory(tmp_path):
     r = run_cli([*RUN, "--env_kwargs", json.dumps({"fault": "raise", "at": 40}), "--checkpoint_dir", str(tmp_path),
-                 "--model_name", "bad"])
+                 "--model_name", "bad", "--env_restarts", "0"])
     assert r.returncode == 2 and "Traceback" not in r.stderr
     trace = tmp_path / "bad" / "env-error-rank0.txt"
     assert r.stderr.strip().splitlines() == [

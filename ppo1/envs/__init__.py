@@ -139,15 +139,18 @@ def _make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, levels: Proc
         return VecProcgen(env_id, num_envs, seed, rank, levels)
     if family == "atari":
         return VecAtari(env_id, num_envs, seed, rank, options.episode_life, options.atari_stack)
+    def make(i: int, restart: int = 0):
+        with shielded():  # a restart's engine, like the first, hears no stop signal but from this process
+            return make_gym_env(env_id, env_seed(seed, rank, i, restart), options=options)
     envs: list = []
     try:
         for i in range(num_envs):
-            envs.append(make_gym_env(env_id, env_seed(seed, rank, i), options=options))
+            envs.append(make(i))
     except BaseException:
         for env in envs:
             env.close()
         raise
-    return VecGym(envs) if isinstance(envs[0], GymEnv) else VecPixels(envs)
+    return VecGym(envs, make) if isinstance(envs[0], GymEnv) else VecPixels(envs, make)
 
 
 def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,

@@ -208,5 +208,6 @@ class VecAtari(VecEnv):
 
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, episode_life: bool = True,
                  stack: int = FRAME_STACK):
-        super().__init__([AtariEnv(env_id, env_seed(seed, rank, i), episode_life=episode_life, stack=stack)
-                          for i in range(num_envs)], np.uint8)
+        def make(i: int, restart: int = 0) -> AtariEnv:
+            return AtariEnv(env_id, env_seed(seed, rank, i, restart), episode_life=episode_life, stack=stack)
+        super().__init__([make(i) for i in range(num_envs)], np.uint8, remake=make)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import traceback
 
 import numpy as np
 
@@ -32,9 +33,10 @@ def env_spec(env_id: str):
                         "registers EnvId on import) or package.module:make_env (a factory)") from None
 
 
-def env_seed(seed: int, rank: int, index: int) -> np.random.SeedSequence:
-    """A distinct seed sequence for env `index` of rank `rank` of a run seeded with `seed`."""
-    return np.random.SeedSequence([seed, rank, index])
+def env_seed(seed: int, rank: int, index: int, restart: int = 0) -> np.random.SeedSequence:
+    """A distinct seed sequence for env `index` of rank `rank` of a run seeded with `seed` (and for the env
+    made in its place at the rank's `restart`-th restart, VecEnv.restart)."""
+    return np.random.SeedSequence([seed, rank, index, *([restart] if restart else [])])
 
 
 class EnvDataError(PPO1Error):
@@ -77,6 +79,15 @@ def checked_obs(env_name: str, obs, shape: tuple[int, ...], image: bool, what: s
 
 
 @dataclasses.dataclass
+class Restart:
+    """An env a VecEnv made anew after its step raised: which one, the exception's one line, its traceback."""
+
+    index: int
+    error: str
+    trace: str
+
+
+@dataclasses.dataclass
 class Episode:
     """One finished real game: unclipped score over all lives, length in agent steps, wall time."""
 
@@ -91,7 +102,10 @@ class VecEnv:
 
     family = ""  # which env family (ppo1.envs.env_family) its envs are; set by each subclass
 
-    def __init__(self, envs: list, obs_dtype):
+    def __init__(self, envs: list, obs_dtype, remake=None):
+        """remake(index, n): a new env in place of env `index` after the n-th restart (its own seed), or None
+        when the envs cannot be made again. An env whose step raises is made anew while `restarts` holds at
+        most `max_restarts` entries (the trainer sets it from --env_restarts; 0: the exception goes on)."""
         self.envs = envs
         self.num_envs = len(envs)
         self.num_actions = envs[0].num_actions
@@ -99,6 +113,8 @@ class VecEnv:
         self.vec_dim = envs[0].vec_dim  # numbers packed into the images' last channel (pixels)
         self.obs = np.zeros((self.num_envs, *envs[0].obs_shape), obs_dtype)
         self.cut: dict[int, np.ndarray] = {}
+        self.remake, self.max_restarts = remake, 0
+        self.restarts: list[Restart] = []  # every restart so far, oldest first
 
     def reset(self) -> np.ndarray:
         """Reset all envs. Returns obs (k, *obs_shape) (a buffer reused across calls)."""
@@ -110,19 +126,44 @@ class VecEnv:
         """Step every env with actions (k, ...). Returns (obs (k, *obs_shape), rewards (k,) float32,
         dones (k,) bool, finished episodes [Episode]). `cut` is then {env index: the last observation}
         of the episodes this step cut by a time limit (envs with `cut_obs`; Atari's 108,000-frame cut
-        stays terminal, as in baselines)."""
+        stays terminal, as in baselines), or by the restart of an env whose step raised (see restart)."""
         k = self.num_envs
         rewards = np.zeros(k, np.float32)
         dones = np.zeros(k, bool)
         episodes = []
         self.cut = {}
         for i, env in enumerate(self.envs):
-            self.obs[i], rewards[i], dones[i], ep = env.step(actions[i])
+            try:
+                self.obs[i], rewards[i], dones[i], ep = env.step(actions[i])
+            except PPO1Error:  # what ppo1 says of the env's data: no restart mends it
+                raise
+            except Exception as e:
+                if self.remake is None or not self.max_restarts or len(self.restarts) > self.max_restarts:
+                    raise
+                self.cut[i] = self.obs[i].copy()
+                self.obs[i] = self.restart(i, e)
+                dones[i] = True
+                continue
             if ep is not None:
                 episodes.append(ep)
             if getattr(env, "cut_obs", None) is not None:
                 self.cut[i] = env.cut_obs
         return self.obs, rewards, dones, episodes
+
+    def restart(self, i: int, error: Exception) -> np.ndarray:
+        """Env i raised `error` in its step (an engine that died, an emulator that exited): close what is left
+        of it and make it anew (remake). Its episode counts as cut by a time limit, never as a terminal: the
+        step has reward 0 and bootstraps from the value of the last observation it gave. Returns the new
+        env's first observation. An exception while remaking goes on (chained to `error`)."""
+        line = (str(error).strip().splitlines() or [""])[0][:300]
+        self.restarts.append(Restart(i, f"{type(error).__name__}" + (f": {line}" if line else ""),
+                                     traceback.format_exc()))
+        try:
+            self.envs[i].close()
+        except Exception:  # an env whose engine died often fails to close: what is left of it goes with it
+            pass
+        self.envs[i] = self.remake(i, len(self.restarts))
+        return self.envs[i].reset()
 
     def get_state(self) -> list[dict] | None:
         """Every env's state, or None when the envs cannot be snapshotted (GymEnv)."""

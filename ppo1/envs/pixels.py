@@ -315,5 +315,5 @@ class VecPixels(VecEnv):
 
     family = "pixels"
 
-    def __init__(self, envs: list):
-        super().__init__(envs, np.uint8)
+    def __init__(self, envs: list, remake=None):
+        super().__init__(envs, np.uint8, remake)

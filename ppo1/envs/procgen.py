@@ -140,4 +140,6 @@ class VecProcgen(VecEnv):
     family = "procgen"
 
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None):
-        super().__init__([ProcgenEnv(env_id, env_seed(seed, rank, i), levels) for i in range(num_envs)], np.uint8)
+        def make(i: int, restart: int = 0) -> ProcgenEnv:
+            return ProcgenEnv(env_id, env_seed(seed, rank, i, restart), levels)
+        super().__init__([make(i) for i in range(num_envs)], np.uint8, remake=make)

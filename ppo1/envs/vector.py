@@ -113,6 +113,6 @@ class VecGym(VecEnv):
 
     family = "vector"
 
-    def __init__(self, envs: list[GymEnv]):
-        super().__init__(envs, np.float32)
+    def __init__(self, envs: list[GymEnv], remake=None):
+        super().__init__(envs, np.float32, remake)
         self.observation_space = self.envs[0].observation_space

@@ -1,0 +1,68 @@
+"""A factory env whose observations come from a child process, as ViZDoom's engine or an emulator server: each
+step sends the action to the child and reads its answer back. The first `dying` envs reset in a process kill
+their child (SIGKILL) at step `die_at` of their life, so that step finds it dead and raises, as an engine
+that crashed does (tests/test_env_restarts.py)."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import gymnasium
+import numpy as np
+
+ENGINE = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n# {tag}\n"
+started = 0  # envs reset in this process
+
+
+class ChildEnv(gymnasium.Env):
+    def __init__(self, die_at: int = 0, dying: int = 1, tag: str = ""):
+        """tag: a word in the child's command line, by which a test finds it."""
+        self.die_at, self.dying = die_at, dying
+        self.steps, self.t = 0, 0
+        self.observation_space = gymnasium.spaces.Box(-1.0, 30.0, (3,), np.float32)
+        self.action_space = gymnasium.spaces.Discrete(2)
+        self.engine = subprocess.Popen([sys.executable, "-c", ENGINE.format(tag=tag)], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, text=True)
+
+    def _ask(self, n: int) -> float:
+        try:
+            self.engine.stdin.write(f"{n}\n")
+            self.engine.stdin.flush()
+        except BrokenPipeError:
+            raise RuntimeError("the engine exited unexpectedly") from None
+        line = self.engine.stdout.readline()
+        if not line:
+            raise RuntimeError("the engine exited unexpectedly")
+        return float(line)
+
+    def _obs(self, answer: float) -> np.ndarray:
+        return np.array([answer, self.t / 10, 1.0], np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        global started
+        if self.dying:
+            started += 1
+            self.die_at, self.dying = (self.die_at if started <= self.dying else 0), 0
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(self._ask(0)), {}
+
+    def step(self, action):
+        self.steps += 1
+        self.t += 1
+        if self.steps == self.die_at:
+            self.engine.kill()
+            self.engine.wait()
+        answer = self._ask(int(action))
+        return self._obs(answer), float(answer == 1), self.t >= 20, False, {}
+
+    def close(self):
+        if self.engine.poll() is None:
+            self.engine.kill()
+        self.engine.wait()
+
+
+def make(**kwargs) -> ChildEnv:
+    return ChildEnv(**kwargs)

@@ -1,0 +1,101 @@
+"""An env whose engine dies mid-run (its step raises) is made anew: a warning on its rank, its traceback kept in
+the run directory, its episode counted as cut (bootstrapped, never a false terminal); past --env_restarts the run
+stops after that iteration with a checkpoint, exit 2 on every rank. tests/childenv.py's env talks to a child
+process that it kills at a given step, as an engine that crashed."""
+import importlib
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import run_cli
+from ppo1.envs import EnvOptions, make_vec_env
+
+RUN = ["--env_name", "tests.childenv:make", "--timesteps_per_actorbatch", "16", "--optim_batchsize", "16",
+       "--num_threads", "1"]
+
+
+def engines(tag: str) -> list[int]:
+    """The live child processes of tests/childenv.py started with `tag`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            continue
+        if f"# {tag}".encode() in cmd and not zombie:
+            found.append(int(pid))
+    return found
+
+
+def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended():
+    importlib.import_module("tests.childenv").started = 0
+    venv = make_vec_env("tests.childenv:make", 2, seed=0, rank=0,
+                        options=EnvOptions(env_kwargs=json.dumps({"die_at": 3, "tag": "unit-restart"})))
+    try:
+        venv.max_restarts = 1
+        obs = venv.reset().copy()
+        for _ in range(2):
+            obs, rewards, dones, _ = venv.step(np.array([1, 1]))
+            obs = obs.copy()
+        dead = venv.envs[0].gym_env.unwrapped.engine
+        new_obs, rewards, dones, episodes = venv.step(np.array([1, 1]))  # env 0's engine dies in this step
+        assert dones.tolist() == [True, False] and rewards[0] == 0.0 and episodes == []
+        assert list(venv.cut) == [0] and np.array_equal(venv.cut[0], obs[0])  # bootstraps from its last observation
+        assert new_obs[0].tolist() == [0.0, 0.0, 1.0]  # the new env's first observation
+        assert [(r.index, r.error) for r in venv.restarts] == [(0, "RuntimeError: the engine exited unexpectedly")]
+        assert "Traceback" in venv.restarts[0].trace
+        assert dead.poll() is not None and venv.envs[0].gym_env.unwrapped.engine is not dead and venv.envs[0].gym_env.unwrapped.engine.poll() is None
+        venv.step(np.array([1, 1]))
+        assert len(engines("unit-restart")) == 2
+    finally:
+        venv.close()
+    assert engines("unit-restart") == []
+
+
+def test_with_env_restarts_0_the_first_exception_goes_on():
+    importlib.import_module("tests.childenv").started = 0
+    venv = make_vec_env("tests.childenv:make", 1, seed=0, rank=0, options=EnvOptions(env_kwargs='{"die_at": 1}'))
+    try:
+        venv.reset()
+        with pytest.raises(RuntimeError, match="the engine exited unexpectedly"):
+            venv.step(np.array([0]))
+    finally:
+        venv.close()
+
+
+def test_a_run_whose_engine_dies_goes_on_with_one_warning_and_the_traceback_kept(tmp_path):
+    tag = f"restart-{tmp_path.name}"
+    r = run_cli([*RUN, "--envs_per_rank", "2", "--env_steps", "96", "--checkpoint_dir", str(tmp_path),
+                 "--model_name", "child", "--env_kwargs", json.dumps({"die_at": 30, "tag": tag})])
+    trace = tmp_path / "child" / "env-error-rank0.txt"
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip().splitlines() == [
+        "ppo1: warning: rank 0, iteration 2: env 0 raised RuntimeError: the engine exited unexpectedly; made it anew "
+        f"(1 of --env_restarts 5), its episode counted as cut; traceback in {trace}"]
+    assert "Traceback" in trace.read_text() and "the engine exited unexpectedly" in trace.read_text()
+    assert torch.load(tmp_path / "child" / "latest.pt", weights_only=True)["iteration"] == 3  # it trained on
+    assert engines(tag) == []  # every engine, the dead one's successor included, ended with the run
+
+
+def test_past_env_restarts_every_rank_stops_after_the_iteration_with_a_checkpoint_and_exit_2(tmp_path):
+    # every env's engine dies at step 20 of its life: restarts in iterations 2 and 3 on each rank, the second
+    # over --env_restarts 1, so both ranks stop after iteration 3 with its checkpoint
+    r = run_cli([*RUN, "--envs_per_rank", "1", "--env_steps", "160", "--env_restarts", "1", "--save_interval", "100",
+                 "--checkpoint_dir", str(tmp_path), "--model_name", "child",
+                 "--env_kwargs", json.dumps({"die_at": 20, "dying": 99})], np_=2)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = sorted(r.stderr.strip().splitlines())
+    latest = tmp_path / "child" / "latest.pt"
+    assert lines[0] == (f"ppo1: error: an env raised 2 times on one rank, more than --env_restarts 1 allows: stopped "
+                        f"at iteration 3 (96 of 160 steps) with a checkpoint, {latest}; the tracebacks are in "
+                        "env-error-rank<r>.txt there")
+    assert [line.split(": env")[0] for line in lines[1:]] == [
+        f"ppo1: warning: rank {rank}, iteration {it}" for rank in (0, 1) for it in (2, 3)]
+    assert torch.load(latest, weights_only=True)["iteration"] == 3
+    assert "Traceback" not in r.stdout + r.stderr
