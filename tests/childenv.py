@@ -12,7 +12,8 @@ import sys
 import gymnasium
 import numpy as np
 
-ENGINE = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n# {tag}\n"
+# echoes each line; at EOF (its env gone) it runs on, as an engine that does not notice, until it is killed
+ENGINE = "import sys, time\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\ntime.sleep(3600)\n# {tag}\n"
 started = 0  # envs reset in this process
 
 
@@ -66,3 +67,19 @@ class ChildEnv(gymnasium.Env):
 
 def make(**kwargs) -> ChildEnv:
     return ChildEnv(**kwargs)
+
+
+def engines(tag: str) -> list[int]:
+    """The live child processes of ChildEnvs made with `tag`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+            with open(f"/proc/{pid}/stat") as f:
+                zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            continue
+        if f"# {tag}".encode() in cmd and not zombie:
+            found.append(int(pid))
+    return found

@@ -5,32 +5,18 @@ process that it kills at a given step, as an engine that crashed."""
 import importlib
 import json
 import os
+import time
 
 import numpy as np
 import pytest
 import torch
 
+from childenv import engines
 from conftest import run_cli
 from ppo1.envs import EnvOptions, make_vec_env
 
 RUN = ["--env_name", "tests.childenv:make", "--timesteps_per_actorbatch", "16", "--optim_batchsize", "16",
        "--num_threads", "1"]
-
-
-def engines(tag: str) -> list[int]:
-    """The live child processes of tests/childenv.py started with `tag`."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read()
-            with open(f"/proc/{pid}/stat") as f:
-                zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
-        except OSError:
-            continue
-        if f"# {tag}".encode() in cmd and not zombie:
-            found.append(int(pid))
-    return found
 
 
 def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended():
@@ -70,7 +56,7 @@ def test_with_env_restarts_0_the_first_exception_goes_on():
 
 
 def test_a_run_whose_engine_dies_goes_on_with_one_warning_and_the_traceback_kept(tmp_path):
-    tag = f"restart-{tmp_path.name}"
+    tag = f"restart-{os.getpid()}-{time.time()}"
     r = run_cli([*RUN, "--envs_per_rank", "2", "--env_steps", "96", "--checkpoint_dir", str(tmp_path),
                  "--model_name", "child", "--env_kwargs", json.dumps({"die_at": 30, "tag": tag})])
     trace = tmp_path / "child" / "env-error-rank0.txt"

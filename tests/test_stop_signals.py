@@ -3,6 +3,7 @@ gets no stop signal but from its rank, so the rank stops after its iteration wit
 envs; a second Ctrl-C exits at once with the documented line and leaves no engine behind. Real processes,
 real signals to the process group, as a terminal sends them."""
 import csv
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import time
 import pytest
 import torch
 
+from childenv import engines
 from conftest import REPO, mpirun_command
 from ppo1.launch import descendants
 
@@ -111,3 +113,23 @@ def test_a_second_ctrl_c_under_np_is_one_line_and_exit_130_not_mpiruns_abort(tmp
     assert lines in ([], ["ppo1: second SIGINT: exiting now without a checkpoint; none was written yet"],
                      ["ppo1: second SIGINT: exiting now; the checkpoint of this stop is written"]), err
     assert "BAD TERMINATION" not in out + err and "=====" not in out + err
+
+
+def test_a_rank_killed_with_sigkill_leaves_no_process_of_its_envs_behind(tmp_path):
+    # what an env starts carries the rank's token; the rank's reaper kills it when the rank dies, however
+    tag = f"sigkill-{os.getpid()}-{time.time()}"
+    proc = launch(["--env_name", "tests.childenv:make", "--env_kwargs", json.dumps({"tag": tag}), "--envs_per_rank",
+                   "2", "--timesteps_per_actorbatch", "64", "--optim_batchsize", "32", "--env_steps", "10000000",
+                   "--num_threads", "1", "--model_name", "k"], tmp_path)
+    logged(tmp_path / "checkpoints" / "k", 1, proc)
+    assert len(engines(tag)) == 2
+    proc.kill()
+    proc.wait()
+    deadline = time.time() + 10
+    while engines(tag) and time.time() < deadline:
+        time.sleep(0.1)
+    left = engines(tag)
+    for pid in left:  # they hold the test's pipes
+        os.kill(pid, signal.SIGKILL)
+    finish(proc)
+    assert left == []

@@ -4,14 +4,38 @@ no Ctrl-C, `kill -TERM` or hang-up sent to its rank's process group; only its ra
 signal that comes meanwhile waits in ppo1 (blocked, not lost) and is handled once the envs are made.
 ViZDoom's engine unblocks them and installs handlers of its own, so under `--np` the launcher signals the
 ranks themselves (ppo1.launch.run_launcher); a rank that exits without closing its envs ends what is left
-of them first (ppo1.launch.kill_descendants)."""
+of them first (ppo1.launch.kill_descendants), and one killed outright (SIGKILL, the OOM killer) leaves them to
+its reaper (`reaped()`), a small process that outlives it by a moment to kill them."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
+import subprocess
+import sys
 import threading
+import uuid
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+OWNER = "PPO1_ENV_OWNER"  # the variable that marks every process this rank's envs start (with its token)
+
+# The reaper: waits for its rank to end (EOF on its stdin: the rank holds the only write end, which the kernel
+# closes on any death, SIGKILL too), then kills every process whose environment carries the rank's token.
+REAPER = f"""
+import os, signal, sys
+for s in {tuple(int(s) for s in STOP_SIGNALS)}:
+    signal.signal(s, signal.SIG_IGN)
+sys.stdin.buffer.read()
+mark = b"\\0{OWNER}=" + sys.argv[1].encode() + b"\\0"
+for pid in os.listdir("/proc"):
+    if pid.isdigit() and int(pid) != os.getpid():
+        try:
+            with open("/proc/" + pid + "/environ", "rb") as f:
+                if mark in b"\\0" + f.read() + b"\\0":
+                    os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass
+"""
 
 
 @contextlib.contextmanager
@@ -23,6 +47,25 @@ def shielded():
         return
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
+        reaped()
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def reaped() -> None:
+    """Once per process, before its envs start anything (Linux): mark what they start with a token in the
+    environment they inherit, and start the reaper, which kills those processes when this one ends, however it
+    ends (a rank killed with SIGKILL would otherwise leave ViZDoom's engines running with parent 1)."""
+    if os.environ.get(OWNER, "").startswith(f"{os.getpid()}-") or not os.path.isdir("/proc"):
+        return  # this process has its reaper (a token it inherited is its parent's: it gets one of its own)
+    token = f"{os.getpid()}-{uuid.uuid4().hex}"
+    env = {k: v for k, v in os.environ.items() if k != OWNER}
+    try:
+        reaper = subprocess.Popen([sys.executable, "-I", "-S", "-c", REAPER, token], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, close_fds=True)
+    except OSError:
+        return  # no reaper: the envs are closed as before on every exit but SIGKILL
+    os.set_inheritable(reaper.stdin.fileno(), False)  # only this process holds the write end
+    reaped.reaper = reaper  # kept for the life of the process: its pipe closes when the process ends
+    os.environ[OWNER] = token
