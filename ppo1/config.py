@@ -15,7 +15,7 @@ MODEL_TYPES = ("small", "large", "impala", "mlp")
 
 INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "auto")
 RNN_CHOICES = ("none", "lstm", "gru")
 AUTO_BPTT = 32  # --bptt_len 0: the largest divisor of T up to this
 FRAME_NORMS = ("scale", "center")
@@ -208,7 +208,8 @@ class Config:
         "the update's CNN torso: fp32, or bf16 (torch.autocast: its convolutions and hidden layer in "
         "bfloat16 in the update's forward and backward, and in the pass that takes pi_old for it, so its "
         "first ratio is exactly 1; heads, loss, Adam and the rollouts stay float32): faster on CPUs with "
-        "AVX512-BF16 or AMX and on GPUs; may differ on resume")
+        "AVX512-BF16 or AMX and on GPUs; or auto: bf16 where every rank's device has it in hardware and the "
+        "policy has a CNN, else fp32 (config.json holds the choice); may differ on resume")
 
     # ------------------------------------------------------------------ derived
     @property
@@ -353,7 +354,7 @@ class Config:
             raise PPO1Error(f"--compile is not supported with --rnn {self.rnn}: leave one of them out")
         if self.precision not in PRECISIONS:
             bad("precision", f"one of {', '.join(PRECISIONS)}")
-        if self.precision != "fp32" and self.model_type == "mlp":
+        if self.precision == "bf16" and self.model_type == "mlp":
             bad("precision", "fp32 with --model_type mlp (bf16 applies to the CNN torso)")
         if not isinstance(self.seed, int) or self.seed < 0:
             bad("seed", "a whole number >= 0")

@@ -243,6 +243,27 @@ def _root_cause(e: BaseException) -> str:
     return f"{type(e).__name__}: {first[:200]}" if first else type(e).__name__
 
 
+def bf16_capable(device: torch.device, cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether `device` computes bfloat16 in hardware: a GPU that torch says supports it, or a CPU whose flags
+    name AMX-BF16 or AVX512-BF16 (read from `cpuinfo`; False where it cannot be read)."""
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported())
+    try:
+        with open(cpuinfo) as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def resolve_precision(requested: str, model_type: str, capable: list[bool]) -> str:
+    """The precision a run trains in: `requested` (fp32, bf16), or for `auto` bf16 when the policy has a CNN
+    torso and every rank's device computes bfloat16 in hardware (`capable`, one per rank), else fp32."""
+    if requested != "auto":
+        return requested
+    return "bf16" if model_type != "mlp" and all(capable) else "fp32"
+
+
 def host_name() -> str:
     return socket.gethostname()
 

@@ -21,13 +21,15 @@ def rows(path):
 def trained(tmp_path_factory):
     """A short 2-rank x 2-env Pong run: 4 iterations of 512 steps."""
     ck = tmp_path_factory.mktemp("ck")
-    r = run_cli([*SHORT, "--env_steps", "2048", "--checkpoint_dir", str(ck), "--model_name", "pong"], np_=2)
+    r = run_cli([*SHORT, "--env_steps", "2048", "--checkpoint_dir", str(ck), "--model_name", "pong", "--device",
+                 "cpu"], np_=2)
     return ck, r
 
 
 def test_two_rank_training_logs_iterations_and_writes_progress_csv(trained):
     ck, r = trained
     assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "ppo1: device cpu on all 2 ranks", r.stdout  # every rank's device, agreed
     assert "2 ranks x 2 envs = 4 actors" in r.stdout
     assert r.stdout.count("ppo1: Pong") == 1, "rank 0 alone prints"
     progress = rows(ck / "pong" / "progress.csv")

@@ -13,8 +13,8 @@ import torch
 from conftest import TINY, run_cli, run_script
 from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
-from ppo1.device import (CompiledDist, batched_act, cuda_count, device_for_rank, devices_line, parse_device,
-                         to_cpu)
+from ppo1.device import (CompiledDist, batched_act, bf16_capable, cuda_count, device_for_rank, devices_line,
+                         parse_device, resolve_precision, to_cpu)
 from ppo1.distributed import Comm
 from ppo1.policies import build
 
@@ -183,11 +183,26 @@ def test_bf16_runs_the_torso_in_bfloat16_only_where_gradients_flow_and_stays_clo
         assert cos > 0.99, cos
 
 
-def test_bf16_trains_and_is_a_setting_of_the_machine(tmp_path):
+def test_bf16_capable_reads_the_cpu_flags_and_auto_needs_every_rank_and_a_cnn(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse avx512f amx_bf16 amx_tile\n")
+    assert bf16_capable(torch.device("cpu"), str(info))
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f\n")
+    assert not bf16_capable(torch.device("cpu"), str(info))
+    assert not bf16_capable(torch.device("cpu"), str(tmp_path / "missing"))
+    assert resolve_precision("auto", "small", [True, True]) == "bf16"
+    assert resolve_precision("auto", "small", [True, False]) == "fp32"  # mixed hosts: fp32 unless every rank can
+    assert resolve_precision("auto", "mlp", [True]) == "fp32"
+    assert resolve_precision("fp32", "small", [True]) == "fp32" and resolve_precision("bf16", "small", [False]) == "bf16"
+
+
+def test_precision_auto_resolves_on_this_machine_is_saved_and_is_a_setting_of_the_machine(tmp_path):
     common = [*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "b"]
-    r = run_cli([*common, "--precision", "bf16", "--stop_after_iterations", "1"])
+    r = run_cli([*common, "--precision", "auto", "--stop_after_iterations", "1"])
     assert r.returncode == 0, r.stderr
-    assert json.loads((tmp_path / "b" / "config.json").read_text())["precision"] == "bf16"
+    here = "bf16" if bf16_capable(torch.device("cpu")) else "fp32"
+    assert f"ppo1: --precision auto: {here}" in r.stdout.splitlines()
+    assert json.loads((tmp_path / "b" / "config.json").read_text())["precision"] == here
     r = run_cli(common)  # resumed without the flag: fp32, as for --device
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "b" / "config.json").read_text())["precision"] == "fp32"
@@ -222,13 +237,6 @@ def test_cpu_run_then_resumed_with_another_device_string(tmp_path):
     assert r.stdout.splitlines()[0].startswith(f"ppo1: device {expected}"), r.stdout
     assert json.loads((tmp_path / "d" / "config.json").read_text())["device"] == "auto"
     assert checkpoint.load(str(tmp_path / "d" / "latest.pt")).iteration == 2
-
-
-def test_two_ranks_name_their_device_on_the_first_line(tmp_path):
-    r = run_cli([*TINY, "--env_steps", "512", "--envs_per_rank", "1", "--checkpoint_dir", str(tmp_path),
-                 "--device", "cpu"], np_=2)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[0] == "ppo1: device cpu on all 2 ranks", r.stdout
 
 
 NO_CUDA_HERE = [] if cuda_count() else [["--device", "cuda"], ["--device", "cuda:0"]]
