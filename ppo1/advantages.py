@@ -92,3 +92,8 @@ class RewardNormalizer:
 
     def load_state_dict(self, state: dict) -> None:
         self.stats = state["stats"].double().numpy().copy()
+
+
+def standardize(x: np.ndarray) -> np.ndarray:
+    """(x - mean) / std over the rank's batch, as baselines standardizes advantages."""
+    return ((x - x.mean()) / (x.std() + 1e-8)).astype(np.float32)

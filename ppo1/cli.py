@@ -15,8 +15,8 @@ import traceback
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
 from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, REWARD_CLIPS,
-                         PRECISIONS, RNN_CHOICES, Config)
-from ppo1.presets import PRESET_HELP, PRESETS, preset_values
+                         PRECISIONS, RNN_CHOICES, Config, preset_values)
+from ppo1.presets import PRESET_HELP, PRESETS
 from ppo1.launch import HeldInterrupt, say_error_before_mpi, say_interrupted_while_starting
 
 def _whole(text: str) -> int:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field, fields
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_ENVS_PER_RANK, MAX_FRAMES
-from ppo1.presets import PRESETS, preset_values
+from ppo1.presets import (FRAME_FLAGS, PRESETS, PROCGEN_PRESET, RECURRENT_VECTOR, RECURRENT_VECTOR_ACTORS,
+                           VECTOR_DEFAULTS, fast_budget, fast_envs_per_rank, fast_optim_batchsize)
 
 MODEL_TYPES = ("small", "large", "impala", "mlp")
 
@@ -226,9 +227,9 @@ class Config:
         """The clip parameter at annealing factor alpha."""
         return self.epsilon * alpha if self.anneal_clip else self.epsilon
 
-    def sign_rewards(self, family: str) -> bool:
-        """Whether training clips the rewards of an env of `family` (ppo1.envs.env_family) to their sign."""
-        return self.clip_reward == "sign" or (self.clip_reward == "auto" and family == "atari")
+    def sign_rewards(self, family) -> bool:
+        """Whether training clips the rewards of an env of `family` (a ppo1.envs.Family) to their sign."""
+        return self.clip_reward == "sign" or (self.clip_reward == "auto" and family.sign_rewards)
 
     def seq_len(self) -> int:
         """The steps of a chunk the update replays with --rnn (--bptt_len, or the largest divisor of T up
@@ -420,3 +421,65 @@ class Config:
         if not isinstance(data, dict):
             raise PPO1Error("config.json does not hold a JSON object")
         return cls.from_dict(data)
+
+
+def preset_values(given: dict, n_ranks: int = 1) -> dict:
+    """The values of the preset (--preset, else the env family's default) for a new run on n_ranks ranks.
+
+    Atari and other image-observation envs: `paper` unless --preset names another; vector observations:
+    `mujoco` (VECTOR_DEFAULTS); `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and
+    only for it. `fast` also sets env_steps and envs_per_rank by the game (FAST_GAMES), and optim_batchsize by
+    the actors, so that its minibatch is FAST_MINIBATCH samples. Raises PPO1Error for a preset or a
+    preprocessing flag the env's family does not take (and for an env ppo1 cannot make or train).
+    """
+    from ppo1.envs import env_family, families
+    env_name = given.get("env_name", Config.env_name)
+    family = env_family(env_name, given.get("env_kwargs", Config.env_kwargs), given.get("obs_key", Config.obs_key))
+    package = None
+    if family.known_packages:  # a known package's preset and settings (ViZDoom: its preset, 4 tics per action)
+        from ppo1.envref import resolve
+        package = resolve(env_name, given.get("env_kwargs", Config.env_kwargs)).package
+    recurrent = given.get("rnn", Config.rnn) != "none"
+    default = family.recurrent_preset if recurrent and family.recurrent_preset else family.presets[0]
+    name = given.get("preset", package.preset if package and package.preset else default)
+    if name not in family.presets:
+        owners = [f.label for f in families if name in f.presets]
+        if not owners:
+            raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(family.presets)} for "
+                            f"{env_name}")
+        raise PPO1Error(f"--preset={name} is for {' and '.join(owners)}, not for {family.label} like {env_name}: "
+                        f"use {' or '.join(family.presets)}")
+    stack_with_rnn = family.frame_stack_with_rnn and recurrent  # memory instead of a stack: --frame_stack 1
+    frame_flags = [f for f in FRAME_FLAGS if f in given and not (stack_with_rnn and f == "frame_stack")]
+    if frame_flags and not family.frame_flags:
+        why = family.frame_flags_why or family.name
+        if family.frame_stack_with_rnn and frame_flags[0] == "frame_stack":
+            why += "; with --rnn lstm or gru it takes --frame_stack"
+        raise PPO1Error(f"--{frame_flags[0]} is for image-observation envs other than Atari and Procgen, not "
+                        f"{env_name} ({why})")
+    if "episode_life" in given and not family.episode_life:
+        raise PPO1Error(f"--episode_life is for Atari games (a lost life), not {env_name}")
+    if given.get("max_episode_steps") and family.time_limit_why:
+        raise PPO1Error(f"--max_episode_steps is for envs other than Atari and Procgen games, not {env_name} "
+                        f"({family.time_limit_why})")
+    if name == "procgen":
+        return {"preset": name, **PROCGEN_PRESET}
+    if name == "ppo_lstm":
+        return {"preset": name, **RECURRENT_VECTOR,
+                "envs_per_rank": -(-RECURRENT_VECTOR_ACTORS // max(1, n_ranks))}
+    if name == "mujoco":
+        return {"preset": name, **VECTOR_DEFAULTS}
+    if name not in PRESETS:  # a registered family's preset that ppo1 does not have
+        raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
+    values = {"preset": name, **PRESETS[name]}
+    if family.obs_vectors:  # a Dict's vector entries reach the network (runs saved before that lack the field)
+        values["obs_vectors"] = True
+    values.update(package.defaults if package else {})  # as if its preset's
+    if name == "fast":
+        values["env_steps"] = fast_budget(env_name)
+        values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)
+        envs = given.get("envs_per_rank", values["envs_per_rank"])
+        horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
+                                                                   Config.timesteps_per_actorbatch))
+        values["optim_batchsize"] = fast_optim_batchsize(n_ranks * envs, horizon, envs)
+    return values

@@ -179,13 +179,13 @@ def resolve(name: str, env_kwargs: str = "{}") -> EnvRef:
     """The EnvRef of an `--env_name` (not `procgen:<game>`) and its `--env_kwargs`. Imports the module of
     `module:X`; makes no env. Raises PPO1Error for an unknown id, a module that does not import, a missing
     or non-callable attribute, kwargs that are not a JSON object."""
-    from ppo1.envs import load_gymnasium
+    from ppo1.envs.base import load_gymnasium
 
     gymnasium = load_gymnasium()
     kwargs = parse_env_kwargs(env_kwargs)
     module_name, colon, attr = name.partition(":")
     if not colon:
-        from ppo1.envs import env_spec
+        from ppo1.envs.base import env_spec
         import_package(name, name)
         env_spec(name)  # PPO1Error naming an unknown id
         return EnvRef(name, gym_id=name, kwargs=kwargs)

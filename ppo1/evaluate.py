@@ -20,14 +20,12 @@ from ppo1.actions import MultiCategorical, action_nvec, check_actions
 from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
 from ppo1.distributed import Comm
-from ppo1.envs import (PROCGEN_SHAPE, AtariEnv, EnvOptions, Episode, ProcgenEnv, ProcgenLevels,
-                       make_eval_env, named_family)
+from ppo1.envs import EnvOptions, Episode, ProcgenLevels, families, make_eval_env
 from ppo1.policies import ActorCritic, build
 
 # Flags that play and movie take from the command line; every other setting is the checkpoint's.
 EVAL_FLAGS = ("checkpoint_dir", "model_name", "asset_dir", "seed", "num_threads", "deterministic", "device",
               "compile")
-FPS = 60  # emulator frames per second (NTSC): a recorded Atari game runs in real time at this rate
 
 
 @dataclasses.dataclass
@@ -99,17 +97,19 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
 def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> ActorCritic:
     """The checkpoint's model, its input and action shapes those of the env `saved` makes. Raises PPO1Error
     when the env now has other observations or actions than the model (its code or kwargs changed)."""
-    if named_family(saved.env_name, saved.env_kwargs) == "procgen":  # fixed observations: no env needed (nor Procgen installed)
-        shape, actions, vec_dim = PROCGEN_SHAPE, state.num_actions, 0
+    family = families.by_name(saved.env_name, saved.env_kwargs)
+    if family is not None and family.obs_shape is not None:  # known observations: no env needed (nor installed)
+        shape, actions, vec_dim, stacked = family.obs_shape, state.num_actions, 0, False
     else:
         env = make_eval_env(saved.env_name, np.random.SeedSequence(0), options=EnvOptions.of(saved))
         shape, actions, num_actions, vec_dim = env.obs_shape, env.action_space, env.num_actions, env.vec_dim
+        stacked = getattr(env, "stacked", None)
         env.close()
         check_actions(f"checkpoint {path}", (state.num_actions, state.action_nvec), saved.env_name,
                       (num_actions, action_nvec(actions)))
         checkpoint.check_obs_shape(state, shape, saved.env_name)
     policy = build(saved.model_type, actions, shape, frame_norm=saved.frame_norm, vec_dim=vec_dim, rnn=saved.rnn,
-                   rnn_size=saved.rnn_size)
+                   rnn_size=saved.rnn_size, stacked=stacked)
     try:
         policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
     except RuntimeError as e:  # a checkpoint without obs_shape, of another env
@@ -181,27 +181,6 @@ def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.
     return games
 
 
-class _FrameTap:
-    """Stands in for an AtariEnv's ALEInterface: forwards every call, and hands the RGB screen after
-    each emulated frame of the first game started through it to `sink`."""
-
-    def __init__(self, ale: Any, sink: Callable[[np.ndarray], None]):
-        self._ale, self._sink, self.games = ale, sink, 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._ale, name)
-
-    def reset_game(self) -> None:
-        self.games += 1
-        self._ale.reset_game()
-
-    def act(self, action, *args) -> float:
-        reward = self._ale.act(action, *args)
-        if self.games == 1:
-            self._sink(self._ale.getScreenRGB())
-        return reward
-
-
 def open_game(env_name: str, seed: np.random.SeedSequence, levels: ProcgenLevels | None = None,
               options: EnvOptions = EnvOptions()) -> tuple[Any, np.ndarray | None, tuple[int, int], int]:
     """An env for stream_game: (env, its first observation or None if stream_game resets it,
@@ -209,15 +188,10 @@ def open_game(env_name: str, seed: np.random.SeedSequence, levels: ProcgenLevels
     at 60 fps; Procgen (on `levels`): the 64x64 frames the agent sees, 15 fps; other envs (made with
     `options`): their own rgb_array renderer, else (image observations) the env's own images, one frame
     per agent step."""
-    family = named_family(env_name, options.env_kwargs)
-    if family == "procgen":
-        env = ProcgenEnv(env_name, seed, levels)
-        obs = env.reset()
-        return env, obs, env.rgb().shape[:2], env.fps
-    if family == "atari":
-        env = AtariEnv(env_name, seed, episode_life=False, stack=options.atari_stack)
-        return env, None, tuple(env.ale.getScreenDims()), FPS
-    env = make_eval_env(env_name, seed, render_mode="rgb_array", options=options)
+    family = families.by_name(env_name, options.env_kwargs)
+    if family is not None and family.open_game is not None:
+        return family.open_game(env_name, seed, levels, options)
+    env = make_eval_env(env_name, seed, render_mode="rgb_array", levels=levels, options=options)
     obs = env.reset()
     return env, obs, env.rgb().shape[:2], env.fps
 
@@ -227,9 +201,9 @@ def stream_game(policy: ActorCritic, env, obs: np.ndarray | None, sink: Callable
                 enough: Callable[[], bool] = lambda: False) -> tuple[float, int, bool]:
     """Play one game of an env from open_game, handing every frame to `sink` ((H, W, 3) uint8) as it
     is drawn, until the game ends or `enough()`. Returns (real score so far, agent steps, finished)."""
-    atari = isinstance(env, AtariEnv)
-    if atari:
-        env.ale = _FrameTap(env.ale, sink)
+    tapped = hasattr(env, "tap")  # an env that hands over every frame it draws (Atari's emulator frames)
+    if tapped:
+        env.tap(sink)
         obs = env.reset()
     else:
         sink(env.rgb())
@@ -238,7 +212,7 @@ def stream_game(policy: ActorCritic, env, obs: np.ndarray | None, sink: Callable
         obs, _reward, _done, episode = env.step(player(obs))
         steps += 1
         finished = episode is not None
-        if not atari and not finished:  # a finished GymEnv has already reset: skip that frame
+        if not tapped and not finished:  # a finished GymEnv has already reset: skip that frame
             sink(env.rgb())
     return (episode.ret if finished else env.ep_return), steps, finished
 

@@ -16,7 +16,7 @@ from ppo1 import PPO1Error
 from ppo1.actions import action_nvec, check_actions
 from ppo1.config import Config
 from ppo1.distributed import Comm, say_line
-from ppo1.envs import AtariEnv, EnvOptions, Episode, ProcgenLevels, make_eval_env, named_family
+from ppo1.envs import EnvOptions, Episode, ProcgenLevels, families, make_eval_env
 from ppo1.evaluate import fmt_score, generator_for, load_trained, play_games
 
 # Seed streams of evaluation games, apart from the training envs' (seed, rank, env index) streams.
@@ -72,7 +72,8 @@ def summary(games: list[Episode]) -> str:
 
 def levels_text(cfg: Config) -> str:
     """Which Procgen levels are played (those after the training levels); '' for other envs."""
-    if named_family(cfg.env_name, cfg.env_kwargs) != "procgen":
+    family = families.by_name(cfg.env_name, cfg.env_kwargs)
+    if family is None or not family.levels:
         return ""
     levels = ProcgenLevels.unseen(cfg)
     if cfg.num_levels == 0:
@@ -123,8 +124,7 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
 
     def report(ep: Episode) -> None:
         number = next(numbers)
-        cut = "" if not ep.truncated else (" (cut at the 108,000-frame limit)" if isinstance(env, AtariEnv) else
-                                           " (cut by the env's time limit)")
+        cut = getattr(env, "cut_note", " (cut by the env's time limit)") if ep.truncated else ""
         where = f" (rank {comm.rank})" if comm.size > 1 else ""
         out(f"game {number + 1}/{episodes}: score {fmt_score(ep.ret)}, {ep.length} agent steps{cut}{where}")
 

@@ -82,17 +82,20 @@ def _games(paths: list[str]) -> list[str]:
 
 
 def _steps_label(games: list[str]) -> str:
-    """The x label of agent steps: 4 frames each where every run is an Atari game (Procgen and vector
-    envs step one frame or none)."""
-    from ppo1.envs import named_family
+    """The x label of agent steps, with the frames of one step where every run's family steps several (Atari:
+    4; Procgen and vector envs step one frame or none)."""
+    from ppo1.envs import families
 
-    def atari(game):
+    def frames(game):
         try:
-            return named_family(game) == "atari"
+            family = families.by_name(game)
         except PPO1Error:
-            return False
-    four = bool(games) and all(atari(g) for g in games)
-    return "agent steps (all actors; 1 step = 4 frames)" if four else "agent steps (all actors)"
+            return 1
+        return family.frames_per_step if family is not None else 1
+    n = {frames(g) for g in games}
+    if len(n) == 1 and min(n) > 1:
+        return f"agent steps (all actors; 1 step = {min(n)} frames)"
+    return "agent steps (all actors)"
 
 
 def plot(entries: list[str], out_path: str, checkpoint_dir: str = "checkpoints",

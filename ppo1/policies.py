@@ -279,7 +279,8 @@ class CnnPolicy(ActorCritic):
 
     def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4, init: str = "normc",
                  frame_norm: str = "scale", obs_shape: tuple[int, int, int] | None = None,
-                 nvec: tuple[int, ...] | None = None, vec_dim: int = 0, rnn: str = "none", rnn_size: int = 256):
+                 nvec: tuple[int, ...] | None = None, vec_dim: int = 0, rnn: str = "none", rnn_size: int = 256,
+                 stacked: bool | None = None):
         super().__init__()
         obs_shape = tuple(obs_shape or (in_channels, 84, 84))
         self.vec_dim = vec_dim
@@ -287,10 +288,11 @@ class CnnPolicy(ActorCritic):
             self.vec_rms = RunningMeanStd((vec_dim,))
             obs_shape = (obs_shape[0] - 1, *obs_shape[1:])  # the image's channels
         in_channels = obs_shape[0]
-        # --frame_norm center: the running per-pixel mean of the frames. A stack of 4 frames keeps one
-        # mean frame (H, W), updated from each observation's newest frame; any other image is one frame,
-        # its mean (C, H, W) per pixel and channel.
-        self.stacked = in_channels == 4
+        # --frame_norm center: the running per-pixel mean of the frames. A stack of one-channel frames (the env
+        # says so: `stacked`; None, for callers that do not, means 4 channels) keeps one mean frame (H, W),
+        # updated from each observation's newest frame; any other image is one frame, its mean (C, H, W) per
+        # pixel and channel (an RGBA frame is not a stack of 4).
+        self.stacked = in_channels == 4 if stacked is None else stacked
         if frame_norm == "center":
             self.frame_rms = RunningMeanStd(obs_shape[1:] if self.stacked else obs_shape)
         if model_type == "impala":  # Espeholt et al. 2018 (IMPALA), the Procgen paper's network
@@ -486,10 +488,12 @@ class MlpPolicy(ActorCritic):
 
 
 def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84), init: str = "normc",
-          frame_norm: str = "scale", vec_dim: int = 0, rnn: str = "none", rnn_size: int = 256) -> nn.Module:
+          frame_norm: str = "scale", vec_dim: int = 0, rnn: str = "none", rnn_size: int = 256,
+          stacked: bool | None = None) -> nn.Module:
     """The policy of `--model_type` for an action space (or a number of discrete actions) and observations:
     Discrete, MultiDiscrete or MultiBinary actions (and 1-D Box with `mlp`); vec_dim: numbers packed into the
-    images' last channel (CnnPolicy); rnn (`lstm`, `gru`, `none`): a RecurrentCore of rnn_size before the heads."""
+    images' last channel (CnnPolicy); rnn (`lstm`, `gru`, `none`): a RecurrentCore of rnn_size before the heads;
+    stacked: the images are stacks of one-channel frames (the env's `stacked`; None: 4 channels are)."""
     if model_type == "mlp":
         if len(obs_shape) != 1:
             raise PPO1Error(f"--model_type=mlp needs vector observations, not shape {obs_shape}")
@@ -505,4 +509,4 @@ def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84
     nvec = None if isinstance(action_space, int) else action_nvec(action_space)
     num_actions = action_space if isinstance(action_space, int) else head_size(action_space)  # sum(nvec) or n
     return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape), nvec=nvec,
-                     vec_dim=vec_dim, rnn=rnn, rnn_size=rnn_size)
+                     vec_dim=vec_dim, rnn=rnn, rnn_size=rnn_size, stacked=stacked)

@@ -89,11 +89,6 @@ def ppo_loss(dist: Distribution, values: torch.Tensor, actions: torch.Tensor, ol
     return total, {k: v.detach() for k, v in stats.items()}
 
 
-def standardize(x: np.ndarray) -> np.ndarray:
-    """(x - mean) / std over the rank's batch, as baselines standardizes advantages."""
-    return ((x - x.mean()) / (x.std() + 1e-8)).astype(np.float32)
-
-
 def explained_variance(pred: np.ndarray, target: np.ndarray) -> float:
     """1 - Var[target - pred] / Var[target]: 1 is perfect, 0 no better than a constant; nan if Var[target] = 0."""
     var = np.var(target)

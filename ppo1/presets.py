@@ -5,7 +5,6 @@ the Config default (the PPO paper's Table 5). How `fast` was found: docs/history
 """
 from __future__ import annotations
 
-from ppo1 import PPO1Error
 
 # Vector observations (classic control, MuJoCo): baselines' run_mujoco.py.
 VECTOR_DEFAULTS = {
@@ -119,76 +118,9 @@ def fast_optim_batchsize(actors: int, horizon: int, envs_per_rank: int = 1) -> i
     return min(horizon, max(round(FAST_MINIBATCH / actors), -(-2 // envs_per_rank)))
 
 
-# The presets each env family (ppo1.envs.env_family) allows, its default first. Image-observation envs other
-# than Atari and Procgen (`pixels`) take the Atari presets: the same CNNs on stacks of 84x84 gray frames.
-IMAGE_PRESETS = ("paper", "fast", "cleanrl", "baselines", "vizdoom")
-FAMILY_PRESETS = {"atari": IMAGE_PRESETS, "pixels": IMAGE_PRESETS,
-                  "vector": ("mujoco", "ppo_lstm"), "procgen": ("procgen",)}
+# The presets each env family takes are its Family's (ppo1.envs.family): Atari and other image-observation
+# envs take the Atari presets (the same CNNs on stacks of 84x84 gray frames), vector envs mujoco and ppo_lstm,
+# Procgen its own.
 VECTOR_PRESETS = {"mujoco": VECTOR_DEFAULTS, "ppo_lstm": RECURRENT_VECTOR}
-# The flags of the `pixels` family's preprocessing: refused for the other families.
+# The flags of the image preprocessing (the `pixels` family's): refused for a family that takes none.
 FRAME_FLAGS = ("frame_skip", "frame_size", "frame_gray", "frame_stack", "obs_key", "obs_vectors")
-
-
-def preset_values(given: dict, n_ranks: int = 1) -> dict:
-    """The values of the preset (--preset, else the env family's default) for a new run on n_ranks ranks.
-
-    Atari and other image-observation envs: `paper` unless --preset names another; vector observations:
-    `mujoco` (VECTOR_DEFAULTS); `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and
-    only for it. `fast` also sets env_steps and envs_per_rank by the game (FAST_GAMES), and optim_batchsize by
-    the actors, so that its minibatch is FAST_MINIBATCH samples. Raises PPO1Error for a preset or a
-    preprocessing flag the env's family does not take (and for an env ppo1 cannot make or train).
-    """
-    from ppo1.config import Config
-    from ppo1.envs import env_family
-    env_name = given.get("env_name", Config.env_name)
-    family = env_family(env_name, given.get("env_kwargs", Config.env_kwargs), given.get("obs_key", Config.obs_key))
-    package = None
-    if family == "pixels":  # a known package's preset and settings (ViZDoom: its preset, 4 tics per action)
-        from ppo1.envref import resolve
-        package = resolve(env_name, given.get("env_kwargs", Config.env_kwargs)).package
-    recurrent = given.get("rnn", Config.rnn) != "none"
-    default = "ppo_lstm" if family == "vector" and recurrent else FAMILY_PRESETS[family][0]
-    name = given.get("preset", package.preset if package and package.preset else default)
-    if (name == "procgen") != (family == "procgen"):
-        raise PPO1Error(f"--preset={name} is for procgen:<game> envs only" if name == "procgen" else
-                        f"--preset={name} is not for Procgen games; procgen:<game> envs use --preset procgen")
-    if name in VECTOR_PRESETS and family == "pixels":
-        raise PPO1Error(f"--preset={name} is for vector-observation envs; {env_name} has image observations: use "
-                        f"{', '.join(FAMILY_PRESETS['pixels'])}")
-    atari_stack = family == "atari" and recurrent  # memory instead of a stack: --rnn lstm --frame_stack 1
-    frame_flags = [f for f in FRAME_FLAGS if f in given and not (atari_stack and f == "frame_stack")]
-    if frame_flags and family != "pixels":
-        why = "Atari keeps the DeepMind preprocessing" if family == "atari" else family
-        if family == "atari" and frame_flags[0] == "frame_stack":
-            why += "; with --rnn lstm or gru it takes --frame_stack"
-        raise PPO1Error(f"--{frame_flags[0]} is for image-observation envs other than Atari and Procgen, not "
-                        f"{env_name} ({why})")
-    if "episode_life" in given and family != "atari":
-        raise PPO1Error(f"--episode_life is for Atari games (a lost life), not {env_name}")
-    if given.get("max_episode_steps") and family in ("atari", "procgen"):
-        raise PPO1Error(f"--max_episode_steps is for envs other than Atari and Procgen games, not {env_name} "
-                        f"({'Atari cuts a game at 108,000 frames, as baselines' if family == 'atari' else 'its games end by themselves'})")
-    if name == "procgen":
-        return {"preset": name, **PROCGEN_PRESET}
-    if name == "ppo_lstm":
-        return {"preset": name, **RECURRENT_VECTOR,
-                "envs_per_rank": -(-RECURRENT_VECTOR_ACTORS // max(1, n_ranks))}
-    if name == "mujoco":
-        return {"preset": name, **VECTOR_DEFAULTS}
-    if name not in PRESETS:
-        raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
-    if family not in ("atari", "pixels"):
-        raise PPO1Error(f"--preset={name} is for Atari games and other image-observation envs; vector-observation "
-                        "envs use --preset mujoco or ppo_lstm")
-    values = {"preset": name, **PRESETS[name]}
-    if family == "pixels":  # a Dict's vector entries reach the network (runs saved before that lack the field)
-        values["obs_vectors"] = True
-    values.update(package.defaults if package else {})  # as if its preset's
-    if name == "fast":
-        values["env_steps"] = fast_budget(env_name)
-        values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)
-        envs = given.get("envs_per_rank", values["envs_per_rank"])
-        horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
-                                                                   Config.timesteps_per_actorbatch))
-        values["optim_batchsize"] = fast_optim_batchsize(n_ranks * envs, horizon, envs)
-    return values

@@ -13,7 +13,7 @@ from ppo1.device import batched_act
 from ppo1 import PPO1Error
 from ppo1.envs import EnvCrash, Episode
 from ppo1.metrics import Profile
-from ppo1.ppo import standardize
+from ppo1.advantages import standardize
 
 
 @dataclasses.dataclass

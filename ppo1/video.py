@@ -25,7 +25,7 @@ import torch
 from ppo1 import PPO1Error
 from ppo1.config import Config
 from ppo1.envs import EnvOptions, ProcgenLevels
-from ppo1.evaluate import FPS, fmt_score, generator_for, open_game, stream_game
+from ppo1.evaluate import fmt_score, generator_for, open_game, stream_game
 from ppo1.policies import ActorCritic
 from ppo1.safeio import cause
 
@@ -46,7 +46,7 @@ class Recording:
     score: float           # the game's score over the recorded part
     finished: bool         # the game ended (False: cut by max_frames)
     seconds: float         # wall time of playing and encoding
-    fps: int = FPS         # frames per second of the MP4
+    fps: int               # frames per second of the MP4 (the env's: Atari's emulator 60)
 
 
 def _tmp_path(directory: str, ext: str) -> str:

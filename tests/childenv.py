@@ -5,7 +5,6 @@ that crashed does (tests/test_env_restarts.py)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 

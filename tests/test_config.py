@@ -5,6 +5,7 @@ import pytest
 
 from ppo1 import PPO1Error
 from ppo1.config import Config
+from ppo1.envs import families
 
 
 def test_defaults_are_the_papers_atari_hyperparameters():
@@ -82,7 +83,7 @@ def test_iterations_are_whole_and_never_overrun_env_steps():
 
 
 def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
-    from ppo1.presets import preset_values
+    from ppo1.config import preset_values
     paper = dataclasses.replace(Config(), **preset_values({"preset": "paper"}))
     assert paper == dataclasses.replace(Config(), preset="paper", frame_norm="center")  # Table 5, centred frames
     base = dataclasses.replace(Config(), **preset_values({"preset": "baselines"}))
@@ -265,9 +266,11 @@ def test_an_episode_flag_of_another_env_family_is_refused_in_one_line(env_name, 
 def test_rewards_are_sign_clipped_by_default_on_atari_only_and_runs_saved_before_the_reward_flags_keep_that():
     # auto: Atari's DeepMind sign, every other family the env's own (the trainer resolves it by the family)
     assert Config.for_preset(env_name="PongNoFrameskip-v4").clip_reward == "auto"
-    assert [Config(clip_reward="auto").sign_rewards(f) for f in ("atari", "pixels", "vector", "procgen")] == [
+    named = {f.name: f for f in families}
+    assert [Config(clip_reward="auto").sign_rewards(named[f]) for f in ("atari", "pixels", "vector", "procgen")] == [
         True, False, False, False]
-    assert Config(clip_reward="none").sign_rewards("atari") is False and Config(clip_reward="sign").sign_rewards("pixels")
+    assert Config(clip_reward="none").sign_rewards(named["atari"]) is False
+    assert Config(clip_reward="sign").sign_rewards(named["pixels"])
     old = {k: v for k, v in Config().to_dict().items()
            if k not in ("clip_reward", "reward_scale", "episode_life", "max_episode_steps")}
     cfg = Config.from_dict(old)

@@ -8,7 +8,7 @@ from PIL import Image, ImageSequence
 from conftest import decode, run_cli
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.evaluate import FPS
+from ppo1.envs.atari import FPS
 from ppo1.movie import movie
 from ppo1.video import GIF_FPS
 

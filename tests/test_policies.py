@@ -136,7 +136,7 @@ def test_the_procgen_presets_impala_cnn_starts_with_features_and_values_near_uni
     # residual blocks to features ~20x larger and a first value of ~3.7, and coinrun then learned nothing
     # in 2.5M steps; the preset's normc (Glorot-uniform convolutions, as the Procgen paper's TF network)
     # starts near unit scale and follows the paper's curve (docs/procgen.md).
-    from ppo1.presets import preset_values
+    from ppo1.config import preset_values
     frames = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (64, 3, 64, 64), dtype=np.uint8))
 
     def scale(init: str) -> tuple[float, float]:
@@ -194,3 +194,10 @@ def test_multidiscrete_and_multibinary_actions_get_one_categorical_per_dimension
     binary = build("impala", gymnasium.spaces.MultiBinary(12), (4, 64, 64))
     assert binary.pi.out_features == 24 and binary.nvec == (2,) * 12 and binary.action_shape == (12,)
     assert build("small", gymnasium.spaces.Discrete(6)).nvec is None
+
+
+def test_the_frame_mean_of_centred_frames_is_one_frame_for_a_stack_and_per_channel_for_one_rgba_frame():
+    # the env says whether its channels are a stack of frames; 4 channels alone (RGBA) are not one
+    assert build("small", 6, (4, 84, 84), frame_norm="center", stacked=True).frame_rms.mean().shape == (84, 84)
+    assert build("small", 6, (4, 84, 84), frame_norm="center", stacked=False).frame_rms.mean().shape == (4, 84, 84)
+    assert build("small", 6, (4, 84, 84), frame_norm="center").frame_rms.mean().shape == (84, 84)  # as before

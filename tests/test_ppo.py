@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from ppo1.ppo import clipped_surrogate, explained_variance, linear_alpha, ppo_loss, standardize
+from ppo1.advantages import standardize
+from ppo1.ppo import clipped_surrogate, explained_variance, linear_alpha, ppo_loss
 
 
 def test_linear_alpha_anneals_from_one_to_zero_and_never_below():

@@ -12,7 +12,7 @@ import torch
 from conftest import run_cli
 from ppo1 import PPO1Error, checkpoint
 from ppo1.cli import build_config, build_parser
-from ppo1.presets import preset_values
+from ppo1.config import preset_values
 
 HAVE_PROCGEN = importlib.util.find_spec("procgen_gym") is not None
 needs_procgen = pytest.mark.skipif(not HAVE_PROCGEN, reason="procgen-gym is not installed (it needs Python 3.13+: "
@@ -28,9 +28,10 @@ def test_procgen_envs_take_the_procgen_papers_easy_mode_preset_and_no_other():
     assert (values["optim_stepsize"], values["anneal_lr"], values["epsilon"], values["anneal_clip"]) == (5e-4, False, 0.2, False)
     assert (values["gamma"], values["lam"], values["ent_coef"], values["norm_reward"]) == (0.999, 0.95, 0.01, True)
     assert 256 // values["optim_batchsize"] == 8  # 8 minibatches per epoch, whatever the number of actors
-    with pytest.raises(PPO1Error, match="--preset=fast is not for Procgen games"):
+    with pytest.raises(PPO1Error, match=r"--preset=fast is for Atari games and image-observation envs, not for "
+                                        r"Procgen games \(procgen:<game>\) like procgen:coinrun: use procgen"):
         preset_values({"env_name": "procgen:coinrun", "preset": "fast"})
-    with pytest.raises(PPO1Error, match="--preset=procgen is for procgen:<game> envs only"):
+    with pytest.raises(PPO1Error, match=r"--preset=procgen is for Procgen games \(procgen:<game>\), not for Atari"):
         preset_values({"preset": "procgen"})
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import torch
 
-from ppo1.ppo import standardize
+from ppo1.advantages import standardize
 from ppo1.rollout import Segment
 
 

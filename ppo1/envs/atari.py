@@ -23,6 +23,7 @@ import torch
 
 from ppo1 import PPO1Error
 from ppo1.envs.base import Episode, VecEnv, env_seed, env_spec, load_gymnasium
+from ppo1.envs.family import Family
 from ppo1.envs.procgen import is_procgen
 
 FRAME_SKIP = 4
@@ -30,6 +31,7 @@ FRAME_SIZE = 84
 FRAME_STACK = 4
 NOOP_MAX = 30
 MAX_EPISODE_FRAMES = 108_000
+FPS = 60  # emulator frames per second (NTSC): a recorded Atari game runs in real time at this rate
 
 
 def is_atari(env_id: str) -> bool:
@@ -64,6 +66,8 @@ class AtariEnv:
     plays whole games, as play and movie do. Rewards are always the game's own (training clips them).
     """
 
+    cut_note = " (cut at the 108,000-frame limit)"  # how play names a game cut short
+
     vec_dim = 0  # no vector entries packed beside the image (PixelEnv's Dict observations)
 
     def __init__(self, env_id: str, seed: np.random.SeedSequence, episode_life: bool = True,
@@ -78,6 +82,7 @@ class AtariEnv:
         self.num_actions = len(self.action_set)
         self.action_space = self.gym_env.action_space
         self.obs_shape = (stack, FRAME_SIZE, FRAME_SIZE)
+        self.stacked = stack > 1  # a stack of gray frames, one channel each
         meanings = self.gym_env.get_action_meanings()
         self.has_fire = len(meanings) >= 3 and meanings[1] == "FIRE"
         self.rng = np.random.default_rng(noop_seed)
@@ -197,17 +202,67 @@ class AtariEnv:
         """The current emulator screen as RGB: (210, 160, 3) uint8."""
         return self.ale.getScreenRGB()
 
+    def tap(self, sink) -> None:
+        """Hand every emulated frame of the next game (all 4 of each agent step, at FPS) to `sink`, as RGB."""
+        self.ale = _FrameTap(self.ale, sink)
+
     def close(self) -> None:
         self.gym_env.close()
 
 
+class _FrameTap:
+    """Stands in for an AtariEnv's ALEInterface: forwards every call, and hands the RGB screen after
+    each emulated frame of the first game started through it to `sink`."""
+
+    def __init__(self, ale: Any, sink):
+        self._ale, self._sink, self.games = ale, sink, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ale, name)
+
+    def reset_game(self) -> None:
+        self.games += 1
+        self._ale.reset_game()
+
+    def act(self, action, *args) -> float:
+        reward = self._ale.act(action, *args)
+        if self.games == 1:
+            self._sink(self._ale.getScreenRGB())
+        return reward
+
+
 class VecAtari(VecEnv):
     """k AtariEnvs of one rank: obs (k, 4, 84, 84) uint8."""
-
-    family = "atari"
 
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, episode_life: bool = True,
                  stack: int = FRAME_STACK):
         def make(i: int, restart: int = 0) -> AtariEnv:
             return AtariEnv(env_id, env_seed(seed, rank, i, restart), episode_life=episode_life, stack=stack)
         super().__init__([make(i) for i in range(num_envs)], np.uint8, remake=make)
+
+
+def _claims(env_id: str) -> bool:
+    """is_atari, False for a name that names nothing (ppo1.envref.resolve refuses it in its own words)."""
+    try:
+        return is_atari(env_id)
+    except PPO1Error:
+        return False
+
+
+def _open_game(env_id: str, seed: np.random.SeedSequence, levels, options):
+    """What movie records: every emulator frame, raw RGB 210x160 at 60 fps (AtariEnv.tap)."""
+    env = AtariEnv(env_id, seed, episode_life=False, stack=options.atari_stack)
+    return env, None, tuple(env.ale.getScreenDims()), FPS
+
+
+ATARI = Family(
+    "atari", "Atari games", presets=("paper", "fast", "cleanrl", "baselines", "vizdoom"),
+    claims=lambda env_id, env_kwargs: _claims(env_id),
+    make_vec=lambda env_id, num_envs, seed, rank, levels, options: VecAtari(
+        env_id, num_envs, seed, rank, options.episode_life, options.atari_stack),
+    make_eval=lambda env_id, seed, render_mode, levels, options: AtariEnv(
+        env_id, seed, episode_life=False, render_mode=render_mode, stack=options.atari_stack),
+    open_game=_open_game, sign_rewards=True, frame_stack_with_rnn=True,
+    frame_flags_why="Atari keeps the DeepMind preprocessing", episode_life=True,
+    time_limit_why="Atari cuts a game at 108,000 frames, as baselines", env_kwargs=False, frames_per_step=FRAME_SKIP)
+VecAtari.family = ATARI

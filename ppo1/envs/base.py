@@ -100,7 +100,7 @@ class Episode:
 class VecEnv:
     """k envs of one rank (AtariEnv or GymEnv), stepped together so the policy runs one batched forward pass."""
 
-    family = ""  # which env family (ppo1.envs.env_family) its envs are; set by each subclass
+    family = None  # the Family (ppo1.envs.family) of its envs; set by each family
 
     def __init__(self, envs: list, obs_dtype, remake=None):
         """remake(index, n): a new env in place of env `index` after the n-th restart (its own seed), or None
@@ -111,6 +111,7 @@ class VecEnv:
         self.num_actions = envs[0].num_actions
         self.action_space = envs[0].action_space
         self.vec_dim = envs[0].vec_dim  # numbers packed into the images' last channel (pixels)
+        self.stacked = getattr(envs[0], "stacked", None)  # the images are stacks of one-channel frames (the policy's frame mean)
         self.obs = np.zeros((self.num_envs, *envs[0].obs_shape), obs_dtype)
         self.cut: dict[int, np.ndarray] = {}
         self.remake, self.max_restarts = remake, 0
@@ -179,6 +180,19 @@ class VecEnv:
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+def make_envs(make, num_envs: int) -> list:
+    """[make(0), ..., make(num_envs - 1)]; the envs already made are closed when one cannot be."""
+    envs: list = []
+    try:
+        for i in range(num_envs):
+            envs.append(make(i))
+    except BaseException:
+        for env in envs:
+            env.close()
+        raise
+    return envs
 
 
 def offscreen(render_mode: str | None) -> None:

@@ -31,7 +31,9 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, time_limit
+from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, env_seed, make_envs, offscreen, time_limit
+from ppo1.envs.children import shielded
+from ppo1.envs.family import Family
 from ppo1.envref import EnvRef
 
 
@@ -221,6 +223,7 @@ class PixelEnv:
                             f"one {stack_shape[1]}x{stack_shape[2]} channel carries (4 bytes each): give --no-obs_vectors "
                             "or a larger --frame_size")
         self.obs_shape = (stack_shape[0] + 1, *stack_shape[1:]) if self.vec_dim else stack_shape
+        self.stacked = frames.stack > 1 and stack_shape[0] == frames.stack  # a stack of one-channel frames
         self.obs = np.zeros(self.obs_shape, np.uint8)          # what the policy reads
         self.stack = self.obs[:stack_shape[0]]                 # the frames (a view of obs)
         self._image = np.zeros(shape, np.uint8)  # the env's last image, for rgb()
@@ -313,7 +316,33 @@ class PixelEnv:
 class VecPixels(VecEnv):
     """k PixelEnvs of one rank: obs (k, stack x C (+ 1), N, N) uint8."""
 
-    family = "pixels"
-
     def __init__(self, envs: list, remake=None):
         super().__init__(envs, np.uint8, remake)
+
+
+def has_images(space) -> bool:
+    """Image observations: an image Box, or a Dict holding one."""
+    import gymnasium
+    return is_image_space(space) or (isinstance(space, gymnasium.spaces.Dict)
+                                     and any(is_image_space(s) for s in space.spaces.values()))
+
+
+def _make_eval(env_id: str, seed: np.random.SeedSequence, render_mode, levels, options) -> PixelEnv:
+    from ppo1.envref import resolve
+    offscreen(render_mode)
+    return PixelEnv(resolve(env_id, options.env_kwargs), seed, options.frames or Frames(), render_mode,
+                    max_episode_steps=options.max_episode_steps)
+
+
+def _make_vec(env_id: str, num_envs: int, seed: int, rank: int, levels, options) -> VecPixels:
+    def make(i: int, restart: int = 0) -> PixelEnv:
+        with shielded():
+            return _make_eval(env_id, env_seed(seed, rank, i, restart), None, levels, options)
+    return VecPixels(make_envs(make, num_envs), make)
+
+
+PIXELS = Family(
+    "pixels", "image-observation envs", presets=("paper", "fast", "cleanrl", "baselines", "vizdoom"),
+    observations=has_images, make_vec=_make_vec, make_eval=_make_eval, frame_flags=True, obs_vectors=True,
+    known_packages=True)
+VecPixels.family = PIXELS

@@ -11,6 +11,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.envs.base import Episode, VecEnv, env_seed, load_gymnasium
+from ppo1.envs.family import Family
 
 PROCGEN_PREFIX = "procgen:"
 PROCGEN_GAMES = ("bigfish", "bossfight", "caveflyer", "chaser", "climber", "coinrun", "dodgeball", "fruitbot",
@@ -75,6 +76,7 @@ class ProcgenEnv:
     starts at once. Episode statistics are the game's returns and lengths."""
 
     vec_dim = 0  # no vector entries packed beside the image (PixelEnv's Dict observations)
+    stacked = False  # one RGB frame, not a stack
 
     def __init__(self, env_id: str, seed: np.random.SeedSequence, levels: ProcgenLevels | None = None):
         gymnasium = load_procgen(env_id)
@@ -137,9 +139,24 @@ class ProcgenEnv:
 class VecProcgen(VecEnv):
     """k ProcgenEnvs of one rank: obs (k, 3, 64, 64) uint8."""
 
-    family = "procgen"
-
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None):
         def make(i: int, restart: int = 0) -> ProcgenEnv:
             return ProcgenEnv(env_id, env_seed(seed, rank, i, restart), levels)
         super().__init__([make(i) for i in range(num_envs)], np.uint8, remake=make)
+
+
+def _open_game(env_id: str, seed: np.random.SeedSequence, levels, options):
+    """What movie records: the 64x64 frames the agent sees, at the games' own 15 fps."""
+    env = ProcgenEnv(env_id, seed, levels)
+    obs = env.reset()
+    return env, obs, env.rgb().shape[:2], env.fps
+
+
+PROCGEN = Family(
+    "procgen", "Procgen games (procgen:<game>)", presets=("procgen",),
+    claims=lambda env_id, env_kwargs: is_procgen(env_id),
+    make_vec=lambda env_id, num_envs, seed, rank, levels, options: VecProcgen(env_id, num_envs, seed, rank, levels),
+    make_eval=lambda env_id, seed, render_mode, levels, options: ProcgenEnv(env_id, seed, levels),
+    open_game=_open_game, frame_flags_why="procgen", time_limit_why="its games end by themselves",
+    env_kwargs=False, obs_shape=PROCGEN_SHAPE, levels=True)
+VecProcgen.family = PROCGEN

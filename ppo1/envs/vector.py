@@ -8,7 +8,10 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, load_gymnasium, offscreen, time_limit
+from ppo1.envs.base import (Episode, VecEnv, checked_obs, checked_reward, env_seed, load_gymnasium, make_envs, offscreen,
+                            time_limit)
+from ppo1.envs.children import shielded
+from ppo1.envs.family import Family
 
 
 class GymEnv:
@@ -24,6 +27,7 @@ class GymEnv:
     """
 
     vec_dim = 0  # no vector entries packed beside the image (PixelEnv's Dict observations)
+    stacked = False
 
     def __init__(self, env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
                  env_kwargs: str = "{}", gym_env=None, max_episode_steps: int = 0):
@@ -40,10 +44,10 @@ class GymEnv:
         self.action_space = self.gym_env.action_space
         if not isinstance(self.observation_space, gymnasium.spaces.Box) or len(self.observation_space.shape) != 1:
             self.gym_env.close()
-            from ppo1.envs import observation_family
-            family = observation_family(self.observation_space, env_id)  # PPO1Error naming any other space
-            raise PPO1Error(f"--env_name={env_id!r} has {family} observations, not vectors (make_vec_env gives it "
-                            "a PixelEnv)")
+            from ppo1.envs.pixels import has_images
+            kind = "image" if has_images(self.observation_space) else str(self.observation_space)
+            raise PPO1Error(f"--env_name={env_id!r} has {kind} observations, not vectors (make_vec_env gives an "
+                            "image env a PixelEnv)")
         try:
             check_action_space(env_id, self.action_space, box=True)
         except PPO1Error:
@@ -111,8 +115,29 @@ class GymEnv:
 class VecGym(VecEnv):
     """k GymEnvs of one rank: obs (k, D) float32."""
 
-    family = "vector"
-
     def __init__(self, envs: list[GymEnv], remake=None):
         super().__init__(envs, np.float32, remake)
         self.observation_space = self.envs[0].observation_space
+
+
+def has_vectors(space) -> bool:
+    """Vector observations: a 1-D Box."""
+    import gymnasium
+    return isinstance(space, gymnasium.spaces.Box) and len(space.shape) == 1
+
+
+def _make_eval(env_id: str, seed: np.random.SeedSequence, render_mode, levels, options) -> GymEnv:
+    return GymEnv(env_id, seed, render_mode, options.env_kwargs, max_episode_steps=options.max_episode_steps)
+
+
+def _make_vec(env_id: str, num_envs: int, seed: int, rank: int, levels, options) -> VecGym:
+    def make(i: int, restart: int = 0) -> GymEnv:
+        with shielded():
+            return _make_eval(env_id, env_seed(seed, rank, i, restart), None, levels, options)
+    return VecGym(make_envs(make, num_envs), make)
+
+
+VECTOR = Family(
+    "vector", "vector-observation envs", presets=("mujoco", "ppo_lstm"), recurrent_preset="ppo_lstm",
+    observations=has_vectors, make_vec=_make_vec, make_eval=_make_eval, frame_flags_why="vector")
+VecGym.family = VECTOR
