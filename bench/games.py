@@ -291,7 +291,7 @@ def run_game(env: str, args, run_name: str, out_dir: str) -> int:
     """Train (or continue) one game's run, then play and record it; copy its small files to out_dir."""
     run_dir = os.path.join(args.checkpoint_dir, run_name)
     common = ["--checkpoint_dir", args.checkpoint_dir, "--model_name", run_name]
-    from ppo1.presets import preset_values
+    from ppo1.config import preset_values
     actors = [] if "envs_per_rank" in preset_values({"preset": args.preset, "env_name": env}, NP) else \
         ["--envs_per_rank", str(ENVS_PER_RANK)]  # a preset that sets its actors (fast: 32) has them
     flags = ["--preset", args.preset, "--env_name", env, *actors, "--env_steps", str(args.steps),

@@ -3,6 +3,9 @@
     python -m bench.reference --preset paper --steps 1e6                # both, one after the other
     python -m bench.reference --preset paper --steps 1e6 --only ppo1    # one side (reuse the other's CSV)
     python -m bench.reference --preset paper --set init=orthogonal --tag orth   # an A/B variant
+    python -m bench.reference --preset ppo_lstm --env_name bench.cartpole_novel:make_env --set rnn=lstm \
+        --set env_steps=100000 --steps 1e5 --out assets/reference/cartpole-novel-lstm
+                                                       # --rnn: sb3-contrib's RecurrentPPO at rl-zoo's settings
     python -m bench.reference --preset vizdoom --env_name VizdoomBasic-v1 --steps 1e5 --set env_steps=100000 \
         --only sb3 --ppo1_run assets/vizdoom/basic-vizdoom --out assets/reference/vizdoom-basic
                                                        # SB3 beside a ppo1 run that bench.learning made
@@ -58,7 +61,7 @@ PUBLISHED = {
 
 def resolve_config(preset: str, env_name: str, overrides: dict):
     """The Config ppo1 builds for `--preset preset` plus the given overrides on ACTORS actors."""
-    from ppo1.presets import preset_values
+    from ppo1.config import preset_values
     from ppo1.config import Config
 
     unknown = sorted(set(overrides) - Config.field_names())
@@ -196,6 +199,54 @@ def run_sb3(config, steps: int, seed: int, out: str, vec: str = "dummy") -> dict
     return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan")}
 
 
+def run_sb3_recurrent(config, steps: int, seed: int, out: str) -> dict:
+    """sb3-contrib's RecurrentPPO at rl-zoo's ppo_lstm settings for CartPoleNoVel-v1 (MlpLstmPolicy, LSTM 64 for
+    the actor and one for the critic, ReLU heads of 64, 8 envs of T 32, 20 epochs of batch 256, step size 1e-3
+    and clip 0.2 annealed over its 100k steps, gamma 0.98, lambda 0.8, c2 0, observations normalised), on
+    `config.env_name`'s env; logs the last-100 mean of its games as run_sb3."""
+    import numpy as np
+    import torch
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from ppo1.device import cpu_count
+    from ppo1.envref import resolve
+
+    torch.set_num_threads(cpu_count())
+    ref = resolve(config.env_name, config.env_kwargs)
+    env = VecNormalize(make_vec_env(lambda: ref.make(None), n_envs=ACTORS, seed=seed), norm_obs=True,
+                       norm_reward=False)
+
+    def linear(start: float):
+        return lambda progress_remaining: start * progress_remaining
+    model = RecurrentPPO("MlpLstmPolicy", env, n_steps=32, batch_size=256, n_epochs=20, learning_rate=linear(1e-3),
+                         clip_range=linear(0.2), gamma=0.98, gae_lambda=0.8, ent_coef=0.0, seed=seed, device="cpu",
+                         verbose=0, policy_kwargs={"ortho_init": False, "activation_fn": torch.nn.ReLU,
+                                                   "lstm_hidden_size": 64, "enable_critic_lstm": True,
+                                                   "net_arch": {"pi": [64], "vf": [64]}})
+    recent: deque = deque(maxlen=100)
+    rows: list = []
+    curve = os.path.join(out, "sb3.csv")
+
+    class Games(BaseCallback):
+        def _on_step(self) -> bool:
+            recent.extend(info["episode"]["r"] for info in self.locals["infos"] if "episode" in info)
+            return True
+
+        def _on_rollout_end(self) -> None:
+            if recent:
+                rows.append((self.num_timesteps, float(np.mean(recent))))
+                _write_curve(curve, rows)
+
+    start = time.time()
+    model.learn(total_timesteps=steps, callback=Games())
+    minutes = (time.time() - start) / 60
+    env.close()
+    return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan")}
+
+
 def _sb3_envs(config, seed: int, vec: str = "dummy"):
     """SB3's ACTORS envs: for an Atari game its own `make_atari_env` + `VecFrameStack(4)`; for an env with
     image observations (the `pixels` family: ViZDoom, stable-retro, a user's factory) ppo1's own PixelEnv
@@ -208,7 +259,7 @@ def _sb3_envs(config, seed: int, vec: str = "dummy"):
 
     from ppo1.envs import env_family
 
-    family = env_family(config.env_name, config.env_kwargs, config.obs_key)
+    family = env_family(config.env_name, config.env_kwargs, config.obs_key).name  # SB3's own make per family
     if family == "atari":
         env = VecFrameStack(make_atari_env(config.env_name, n_envs=ACTORS, seed=seed), n_stack=4)
     elif family == "pixels":
@@ -362,7 +413,8 @@ def main(argv: list[str] | None = None) -> int:
         if config.frame_norm != "scale":  # SB3's CnnPolicy divides by 255; the Torso above reads what it gets
             print(f"bench.reference: SB3 reads frames / 255 where ppo1 runs --frame_norm {config.frame_norm}; "
                   "--set frame_norm=scale gives both the same input", flush=True)
-        s = run_sb3(config, args.steps, args.seed, out, args.sb3_vec)
+        s = (run_sb3_recurrent(config, args.steps, args.seed, out) if config.rnn != "none" else
+             run_sb3(config, args.steps, args.seed, out, args.sb3_vec))
         lines.append(f"sb3:  {s['steps']} steps, {s['minutes']:.1f} min, mean of the last 100 games {s['ret100']:.2f}")
     png = plot_curves(out, config.env_name, f"{config.env_name}, preset {name}, seed {args.seed}")
     if lines:
