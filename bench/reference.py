@@ -96,11 +96,16 @@ def run_ppo1(config, steps: int, seed: int, out: str, ranks: int = 2) -> dict:
     """Train ppo1 under mpirun for `steps` agent steps (the schedule still runs over config.env_steps)."""
     run_dir = os.path.join(out, "ppo1-run")
     iterations = steps // (config.timesteps_per_actorbatch * ACTORS)
+    from ppo1.config import Config, preset_values
+    preset = set(preset_values({"preset": config.preset, "env_name": config.env_name, "env_kwargs": config.env_kwargs,
+                                "rnn": config.rnn}))
     flags = []
     for f in dataclasses.fields(config):
         if f.name in ("checkpoint_dir", "model_name", "envs_per_rank", "seed", "asset_dir"):
             continue
         value = getattr(config, f.name)
+        if f.name not in preset and value == getattr(Config, f.name):
+            continue  # the default: left out, as a family refuses flags it does not take (--frame_size on vectors)
         if isinstance(value, bool):
             flags.append(f"--{f.name}" if value else f"--no-{f.name}")
         else:

@@ -257,3 +257,11 @@ def test_learning_plays_whole_games_of_random_actions_for_the_floor_of_a_curve()
     assert len(scores) == 6 and set(scores) <= {0.0, 1.0}  # the goal pays 1, once, else the time limit cuts
     multibinary = random_games(["--env_name", "tests.pixelenv:make_env", "--env_kwargs", '{"multibinary": true}'], 2)
     assert len(multibinary) == 2
+
+
+def test_layouts_prints_a_row_per_network_and_work_with_the_fastest_marked(capsys):
+    from bench import layouts
+    assert layouts.main(["--models", "small", "--batches", "4", "--repeat", "1", "--calls", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| small |")]
+    assert [r.split("|")[2].strip() for r in rows] == ["train", "infer 4"]
+    assert all(r.count("**") == 2 for r in rows)  # one fastest cell per row
