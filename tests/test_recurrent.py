@@ -130,7 +130,7 @@ def test_a_checkpoint_refuses_a_resume_with_another_recurrent_core(tmp_path):
     r = run_cli([*common, "--rnn", "gru", "--fresh"])
     assert r.returncode == 0, r.stderr
     r = run_cli([*common, "--rnn", "none", "--env_steps", "512"])
-    assert r.returncode == 2 and "holds a model with a GRU core of 256 units, not --rnn none" in r.stderr
+    assert r.returncode == 2 and "holds a model with a GRU core of 64 units, not --rnn none" in r.stderr
 
 
 def test_recurrent_flags_are_checked_and_chosen_by_the_env():
