@@ -102,9 +102,10 @@ def test_procgen_env_gives_chw_rgb_frames_and_draws_its_levels():
 
 @needs_procgen
 def test_two_rank_procgen_run_trains_resumes_plays_unseen_levels_and_records_a_video(tmp_path):
+    # with memory (--rnn lstm): its state in the checkpoint, reset per game in play and movie
     flags = ["--checkpoint_dir", str(tmp_path), "--model_name", "cr"]
-    r = run_cli(["--env_name", "procgen:coinrun", *SHORT, *flags, "--video_interval", "2", "--video_max_frames", "50"],
-                np_=2, timeout=300)
+    r = run_cli(["--env_name", "procgen:coinrun", *SHORT, *flags, "--rnn", "lstm", "--video_interval", "2",
+                 "--video_max_frames", "50"], np_=2, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "procgen:coinrun, 2 ranks x 2 envs = 4 actors" in r.stdout
     saved = checkpoint.load_config(str(tmp_path / "cr"))
@@ -113,6 +114,7 @@ def test_two_rank_procgen_run_trains_resumes_plays_unseen_levels_and_records_a_v
     assert state["model"]["torso.5.weight"].shape == (256, 32 * 8 * 8)  # the IMPALA CNN's fc on 64x64 frames
     assert state["reward_norm"]["stats"][2] > 512  # the returns of every rank's steps (and the prior's 1e-4)
     assert len(state["ranks"]) == 2 and state["ranks"][1]["reward_ret"].shape == (2,)
+    assert state["ranks"][1]["rnn_state"].shape == (2, 2 * 256)  # each env's LSTM state (h, c)
     assert list((tmp_path / "cr" / "videos").glob("iter000002_512steps_score*_partial.mp4"))
     r = run_cli([*flags, "--env_steps", "1024"], np_=2, timeout=300)
     assert r.returncode == 0, r.stderr
