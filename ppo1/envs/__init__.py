@@ -22,7 +22,7 @@ import numpy as np
 from ppo1 import PPO1Error
 from ppo1.envs.atari import ATARI, AtariEnv, VecAtari, make_ale_env
 from ppo1.envs.children import shielded
-from ppo1.envs.base import EnvCrash, EnvDataError, Episode, env_seed, env_spec, load_gymnasium, make_envs, offscreen
+from ppo1.envs.base import EnvCrash, EnvDataError, Episode, env_seed, env_spec, load_gymnasium, offscreen, seeded_vec
 from ppo1.envs.family import Families, Family
 from ppo1.envs.pixels import PIXELS, VecPixels
 from ppo1.envs.procgen import PROCGEN, PROCGEN_SHAPE, ProcgenEnv, ProcgenLevels, VecProcgen
@@ -124,11 +124,9 @@ def make_gym_vec(env_id: str, num_envs: int, seed: int, rank: int, levels: Procg
                  options: EnvOptions = EnvOptions()):
     """num_envs envs of make_gym_env (made anew, each with a seed of its own, when one raises: VecEnv.restart):
     VecPixels for image observations, VecGym for vectors."""
-    def make(i: int, restart: int = 0):
-        with shielded():  # a restart's engine, like the first, hears no stop signal but from this process
-            return make_gym_env(env_id, env_seed(seed, rank, i, restart), options=options)
-    envs = make_envs(make, num_envs)
-    return VecGym(envs, make) if isinstance(envs[0], GymEnv) else VecPixels(envs, make)
+    def vec_cls(envs: list, remake):
+        return VecGym(envs, remake) if isinstance(envs[0], GymEnv) else VecPixels(envs, remake)
+    return seeded_vec(vec_cls, lambda s: make_gym_env(env_id, s, options=options), num_envs, seed, rank)
 
 
 def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,

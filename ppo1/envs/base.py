@@ -10,6 +10,7 @@ import traceback
 import numpy as np
 
 from ppo1 import PPO1Error
+from ppo1.envs.children import shielded
 
 
 def load_gymnasium():
@@ -182,8 +183,13 @@ class VecEnv:
             env.close()
 
 
-def make_envs(make, num_envs: int) -> list:
-    """[make(0), ..., make(num_envs - 1)]; the envs already made are closed when one cannot be."""
+def seeded_vec(vec_cls, make_one, num_envs: int, seed: int, rank: int):
+    """vec_cls(envs, remake) of num_envs envs make_one(seed sequence), env i with env_seed(seed, rank, i), each
+    made with the stop signals blocked (ppo1.envs.children.shielded); remake(i, n) makes env i anew at the n-th
+    restart (VecEnv.restart). The envs already made are closed when one cannot be."""
+    def make(i: int, restart: int = 0):
+        with shielded():  # a restart's engine, like the first, hears no stop signal but from this process
+            return make_one(env_seed(seed, rank, i, restart))
     envs: list = []
     try:
         for i in range(num_envs):
@@ -192,7 +198,7 @@ def make_envs(make, num_envs: int) -> list:
         for env in envs:
             env.close()
         raise
-    return envs
+    return vec_cls(envs, make)
 
 
 def offscreen(render_mode: str | None) -> None:

@@ -31,8 +31,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, env_seed, make_envs, offscreen, time_limit
-from ppo1.envs.children import shielded
+from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, offscreen, seeded_vec, time_limit
 from ppo1.envs.family import Family
 from ppo1.envref import EnvRef
 
@@ -335,10 +334,7 @@ def _make_eval(env_id: str, seed: np.random.SeedSequence, render_mode, levels, o
 
 
 def _make_vec(env_id: str, num_envs: int, seed: int, rank: int, levels, options) -> VecPixels:
-    def make(i: int, restart: int = 0) -> PixelEnv:
-        with shielded():
-            return _make_eval(env_id, env_seed(seed, rank, i, restart), None, levels, options)
-    return VecPixels(make_envs(make, num_envs), make)
+    return seeded_vec(VecPixels, lambda s: _make_eval(env_id, s, None, levels, options), num_envs, seed, rank)
 
 
 PIXELS = Family(
