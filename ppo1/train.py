@@ -102,11 +102,11 @@ class StopRequest:
             os._exit(128 + signum)
         self.signum = signum
 
-    def agreed(self, comm: Comm) -> int:
-        """Collective: the signal a rank has received (the highest number when several did), 0 if none,
-        the same on every rank, so all ranks stop after the same iteration. A rank that stops for
-        another rank's signal counts it as its own: a signal after this one exits at once."""
-        agreed = max(comm.allgather(self.signum))
+    def agreed(self, signums: list[int]) -> int:
+        """The signal a rank has received (the highest number when several did), 0 if none, from every rank's
+        `signum` gathered (Trainer.stop_reason), so all ranks stop after the same iteration. A rank that stops
+        for another rank's signal counts it as its own: a signal after this one exits at once."""
+        agreed = max(signums)
         if agreed and not self.signum:
             self.signum = agreed
         return agreed
@@ -371,17 +371,19 @@ class Trainer:
         rank than --env_restarts, --stop_after_iterations), or None to go on. A signal sets the exit code 128 +
         its number, the restarts 2."""
         self.wd.phase = "stop request allgather"
-        if self.comm.bcast(self.lock is not None and not self.lock.intact()):  # rank 0 holds the lock
+        lost = self.lock is not None and not self.lock.intact()  # rank 0 holds the lock
+        gathered = self.comm.allgather((lost, stop.signum, len(self.venv.restarts)))  # one collective for all three
+        if any(lost for lost, _, _ in gathered):
             err = PPO1Error(f"the run directory {self.config.run_dir} was removed or moved (its lock file with it) "
                             f"while training: stopped after iteration {self.state.iteration}, writing nothing more there, "
                             "so no second training shares it")
             err.all_ranks = True
             raise err
-        signum = stop.agreed(self.comm)
+        signum = stop.agreed([signum for _, signum, _ in gathered])
         if signum:
             self.exit_code = 128 + signum
             return f"stopped by {signal.Signals(signum).name}" + (" (a hang-up)" if signum == signal.SIGHUP else "")
-        restarts = max(self.comm.allgather(len(self.venv.restarts)))
+        restarts = max(restarts for _, _, restarts in gathered)
         if restarts > self.config.env_restarts:
             self.exit_code = 2
             return (f"an env raised {restarts} times on one rank, more than --env_restarts {self.config.env_restarts} "
