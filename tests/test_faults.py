@@ -148,7 +148,7 @@ def test_a_second_training_of_a_run_being_trained_is_refused_and_the_first_is_un
     run = tmp_path / "L"
     args = [*FAST, "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path), "--model_name", "L"]
     first = start(args, np_=2)
-    try:
+    with killed_on_failure(first):
         wait_for_rows(run / "progress.csv", 2, first)
         second = run_cli(args, np_=2)  # on every rank (test_two_trainings_started_together: one process)
         line = one_line_error(second, f"{run} is in use by another training (pid ",
@@ -162,10 +162,6 @@ def test_a_second_training_of_a_run_being_trained_is_refused_and_the_first_is_un
         assert movie.returncode == 0, movie.stderr
         first.send_signal(signal.SIGTERM)
         out, err = first.communicate(timeout=120)
-    finally:
-        if first.poll() is None:
-            os.killpg(first.pid, signal.SIGKILL)
-            first.wait()
     assert first.returncode == 143, err
     assert "Traceback" not in out + err
     iterations = [int(r["iteration"]) for r in rows(run / "progress.csv")]
@@ -181,14 +177,10 @@ def test_removing_the_run_directory_under_a_training_stops_it_in_one_line_on_eve
     args = [*FAST, "--env_steps", "1000000", "--save_interval", "1000", "--checkpoint_dir", str(tmp_path),
             "--model_name", "gone"]
     proc = start(args, np_=2)
-    try:
+    with killed_on_failure(proc):
         wait_for_rows(run / "progress.csv", 1, proc)
         shutil.rmtree(run)
         out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     assert proc.returncode == 2, err
     lines = [line for line in err.splitlines() if line.startswith("ppo1: ")]
     assert len(lines) == 1 and f"the run directory {run} was removed or moved (its lock file with it)" in lines[0], err
@@ -468,16 +460,12 @@ def test_a_second_sigterm_exits_at_once_with_one_line(tmp_path):
     args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
             "--model_name", "s"]
     proc = start(args, np_=2)
-    try:
+    with killed_on_failure(proc):
         wait_for_rows(tmp_path / "s" / "progress.csv", 1, proc)
         proc.send_signal(signal.SIGTERM)
         time.sleep(0.2)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     assert proc.returncode == 143, err
     # the second signal lands during the iteration (no checkpoint yet), after the stop's checkpoint
     # (when the first came near an iteration's end: it must not die of the default action, exit 15),
@@ -499,12 +487,8 @@ def test_ctrl_c_while_starting_is_one_line(tmp_path, delay):
     proc = start([*FAST, "--checkpoint_dir", str(tmp_path)], np_=2)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
-    try:
+    with killed_on_failure(proc):
         out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     assert proc.returncode == 130, (out, err)
     assert "Traceback" not in err and "KeyboardInterrupt" not in err and "terminate" not in err, err
     assert "Segmentation fault" not in out + err, out
@@ -659,7 +643,7 @@ def test_a_hang_up_with_stdout_and_stderr_gone_still_checkpoints(tmp_path):
     args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
             "--model_name", "p"]
     proc = start(args, np_=1)
-    try:
+    with killed_on_failure(proc):
         wait_for_rows(tmp_path / "p" / "progress.csv", 2, proc)
         proc.stdout.close()  # every later write: EPIPE
         proc.stderr.close()
@@ -667,10 +651,6 @@ def test_a_hang_up_with_stdout_and_stderr_gone_still_checkpoints(tmp_path):
         wait_for_rows(tmp_path / "p" / "progress.csv", n + 1, proc)  # a row printed into the closed pipe
         proc.send_signal(signal.SIGHUP)
         proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     stopped_by_hangup(tmp_path / "p", "", "", proc.returncode)
 
 
@@ -706,16 +686,12 @@ def test_closing_the_terminal_stops_training_with_a_checkpoint(tmp_path, np_):
 
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
-    try:
+    with killed_on_failure(proc):
         wait_for_rows(tmp_path / "t" / "progress.csv", 2, proc)
         done_reading.set()
         reader.join()
         os.close(master)  # the terminal closes
         proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
     text = b"".join(output).decode(errors="replace")
     done = stopped_by_hangup(tmp_path / "t", text, "", proc.returncode)
     if np_ == 1:  # the resume after a hang-up's checkpoint (--np 2: test_sighup_to_one_rank_under_mpirun_...)
