@@ -70,7 +70,12 @@ def ensure_writable_dir(path: str, what: str) -> None:
     try:
         fd, probe = tempfile.mkstemp(prefix=".ppo1-write-test-", dir=path)
         os.close(fd)
+    except OSError as e:
+        raise PPO1Error(f"cannot write into the {what} {path}: {cause(e)}") from None
+    try:
         os.unlink(probe)
+    except FileNotFoundError:
+        pass  # the file was written: a training holding this run's lock removed it as a stale probe meanwhile
     except OSError as e:
         raise PPO1Error(f"cannot write into the {what} {path}: {cause(e)}") from None
 

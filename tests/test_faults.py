@@ -202,6 +202,26 @@ def test_two_trainings_started_together_one_runs_one_is_refused(tmp_path):
     assert iterations == list(range(1, len(iterations) + 1))
 
 
+def test_a_start_whose_write_probe_the_lock_holder_cleans_away_is_still_refused_as_in_use(tmp_path, monkeypatch):
+    # CI once saw the refused start of two say "cannot write into the run directory ... (ENOENT)": the holder's
+    # clean-up of stale temp files removed the other's `.ppo1-write-test-*` between its write and its unlink.
+    import tempfile
+    from ppo1 import runlock
+    run = str(tmp_path / "R")
+    holder = runlock.prepare_run_dir(run, log=lambda _: None)
+    real = tempfile.mkstemp
+
+    def probe_then_holder_cleans(*a, **kw):
+        fd, path = real(*a, **kw)
+        assert runlock.remove_stale_temp_files(run) == [path]  # the holder's start, at that moment
+        return fd, path
+
+    monkeypatch.setattr(tempfile, "mkstemp", probe_then_holder_cleans)
+    with pytest.raises(runlock.RunLocked, match="is in use by another training"):
+        runlock.prepare_run_dir(run, log=lambda _: None)
+    holder.release()
+
+
 def test_a_killed_training_leaves_no_stale_lock(tmp_path):
     args = [*FAST, "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path), "--model_name", "k"]
     proc = start(args, np_=1)
