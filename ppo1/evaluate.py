@@ -20,7 +20,7 @@ from ppo1.actions import MultiCategorical, action_nvec, check_actions
 from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
 from ppo1.distributed import Comm
-from ppo1.envs import EnvOptions, Episode, ProcgenLevels, families, make_eval_env
+from ppo1.envs import EnvOptions, Episode, families, make_eval_env
 from ppo1.policies import ActorCritic, build
 
 # Flags that play and movie take from the command line; every other setting is the checkpoint's.
@@ -181,17 +181,16 @@ def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.
     return games
 
 
-def open_game(env_name: str, seed: np.random.SeedSequence, levels: ProcgenLevels | None = None,
-              options: EnvOptions = EnvOptions()) -> tuple[Any, np.ndarray | None, tuple[int, int], int]:
+def open_game(env_name: str, seed: np.random.SeedSequence, options: EnvOptions = EnvOptions()) -> tuple[Any, np.ndarray | None, tuple[int, int], int]:
     """An env for stream_game: (env, its first observation or None if stream_game resets it,
     (height, width) of its frames, frames per second). Atari: every emulator frame, raw RGB 210x160
-    at 60 fps; Procgen (on `levels`): the 64x64 frames the agent sees, 15 fps; other envs (made with
+    at 60 fps; Procgen (on options.levels): the 64x64 frames the agent sees, 15 fps; other envs (made with
     `options`): their own rgb_array renderer, else (image observations) the env's own images, one frame
     per agent step."""
     family = families.by_name(env_name, options.env_kwargs)
     if family is not None and family.open_game is not None:
-        return family.open_game(env_name, seed, levels, options)
-    env = make_eval_env(env_name, seed, render_mode="rgb_array", levels=levels, options=options)
+        return family.open_game(env_name, seed, options)
+    env = make_eval_env(env_name, seed, render_mode="rgb_array", options=options)
     obs = env.reset()
     return env, obs, env.rgb().shape[:2], env.fps
 

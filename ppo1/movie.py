@@ -9,7 +9,7 @@ import numpy as np
 from ppo1 import PPO1Error
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import EnvOptions, ProcgenLevels
+from ppo1.envs import EnvOptions
 from ppo1.evaluate import load_trained
 from ppo1.safeio import cause, ensure_writable_dir
 from ppo1.video import VIDEO_STREAM, Recording, describe, record_game
@@ -43,7 +43,7 @@ def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: boo
     seed = np.random.SeedSequence([cfg.seed, VIDEO_STREAM, trained.iteration])
     try:
         rec = record_game(trained.policy, cfg.env_name, seed, stem, greedy=greedy, max_frames=max_frames, gif=gif,
-                          levels=ProcgenLevels.unseen(cfg), options=EnvOptions.of(cfg))
+                          options=EnvOptions.of(cfg, evaluation=True))
     except OSError as e:
         raise PPO1Error(f"cannot write the video {stem}_*.mp4: {cause(e)}") from None
     out(f"ppo1: {describe(rec)}")

@@ -16,7 +16,7 @@ from ppo1 import PPO1Error
 from ppo1.actions import action_nvec, check_actions
 from ppo1.config import Config
 from ppo1.distributed import Comm, say_line
-from ppo1.envs import EnvOptions, Episode, ProcgenLevels, families, make_eval_env
+from ppo1.envs import EnvOptions, Episode, families, make_eval_env
 from ppo1.evaluate import fmt_score, generator_for, load_trained, play_games
 
 # Seed streams of evaluation games, apart from the training envs' (seed, rank, env index) streams.
@@ -70,16 +70,11 @@ def summary(games: list[Episode]) -> str:
             f"max {fmt_score(rets.max())}), length {lens.mean():.0f} ± {lens.std():.0f} agent steps")
 
 
-def levels_text(cfg: Config) -> str:
-    """Which Procgen levels are played (those after the training levels); '' for other envs."""
+def games_text(cfg: Config) -> str:
+    """What the family says of the games play plays (Procgen: which levels), ' (...)'; '' for most."""
     family = families.by_name(cfg.env_name, cfg.env_kwargs)
-    if family is None or not family.levels:
-        return ""
-    levels = ProcgenLevels.unseen(cfg)
-    if cfg.num_levels == 0:
-        return f" ({levels.distribution_mode} mode, every level, as trained)"
-    return (f" ({levels.distribution_mode} mode, unseen levels: from {levels.start_level} on; trained on "
-            f"{cfg.start_level}..{cfg.start_level + cfg.num_levels - 1})")
+    note = family.eval_note(cfg) if family is not None and family.eval_note is not None else ""
+    return f" ({note})" if note else ""
 
 
 def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = False,
@@ -96,7 +91,7 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
     render_mode = None
     if comm.is_root:
         kind = "greedy (argmax)" if greedy else "sampled"
-        out(f"ppo1: playing {episodes} games of {cfg.env_name}{levels_text(cfg)} on {comm.size} rank(s), {kind} "
+        out(f"ppo1: playing {episodes} games of {cfg.env_name}{games_text(cfg)} on {comm.size} rank(s), {kind} "
             f"actions, checkpoint {trained.describe()}")
         if render and display_available():
             render_mode = "human"
@@ -111,7 +106,7 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
     error, env = None, None
     try:
         env = make_eval_env(cfg.env_name, env_seed, render_mode=render_mode,
-                            levels=ProcgenLevels.unseen(cfg), options=EnvOptions.of(cfg))  # Procgen: unseen levels
+                            options=EnvOptions.of(cfg, evaluation=True))  # Procgen: unseen levels
         check_actions(f"checkpoint {trained.path}", (trained.policy.num_actions, trained.policy.nvec), cfg.env_name,
                       (env.num_actions, action_nvec(env.action_space)))
     except PPO1Error as e:

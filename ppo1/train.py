@@ -21,7 +21,7 @@ from ppo1.bounds import check_batch_memory
 from ppo1.checkpoint import RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, ProcgenLevels, make_vec_env
+from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, make_vec_env
 from ppo1.launch import kill_descendants
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
@@ -177,8 +177,7 @@ class Trainer:
             error = e
         comm.agree(error)
         try:
-            self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank,
-                                     ProcgenLevels.training(cfg), EnvOptions.of(cfg))  # Procgen: training levels
+            self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank, EnvOptions.of(cfg))
             self.venv.max_restarts = cfg.env_restarts  # an env whose step raises is made anew, this often
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
                                self.venv.obs.itemsize, comm.local_size)

@@ -24,7 +24,7 @@ import torch
 
 from ppo1 import PPO1Error
 from ppo1.config import Config
-from ppo1.envs import EnvOptions, ProcgenLevels
+from ppo1.envs import EnvOptions
 from ppo1.evaluate import fmt_score, generator_for, open_game, stream_game
 from ppo1.policies import ActorCritic
 from ppo1.safeio import cause
@@ -89,7 +89,7 @@ def _write_gif(frames: list[np.ndarray], directory: str, name: str) -> str:
 
 def record_game(policy: ActorCritic, env_name: str, seed: np.random.SeedSequence, stem: str,
                 greedy: bool = False, max_frames: int = 0, gif: bool = False,
-                levels: ProcgenLevels | None = None, options: EnvOptions = EnvOptions()) -> Recording:
+                options: EnvOptions = EnvOptions()) -> Recording:
     """Play one game of `env_name` with `policy` and record it as `<stem>_score<S>[_partial].mp4`.
 
     max_frames > 0 cuts the game after that many emulator frames (the name then ends in _partial);
@@ -102,7 +102,7 @@ def record_game(policy: ActorCritic, env_name: str, seed: np.random.SeedSequence
     directory = os.path.dirname(os.path.abspath(stem))
     os.makedirs(directory, exist_ok=True)
     env_seed, torch_seed = seed.spawn(2)
-    env, obs, (height, width), fps = open_game(env_name, env_seed, levels, options)
+    env, obs, (height, width), fps = open_game(env_name, env_seed, options)
     tmp = _tmp_path(directory, "mp4")
     writer = FFMPEG_VideoWriter(tmp, (width, height), fps)
     frames = _Frames(writer, gif, max_frames)
@@ -162,7 +162,7 @@ class TrainingVideo:
         torch.set_num_threads(1)  # batch-1 forward passes: 1 thread is fastest
         try:
             rec = record_game(policy, cfg.env_name, seed, stem, max_frames=cfg.video_max_frames,
-                              levels=ProcgenLevels.unseen(cfg), options=EnvOptions.of(cfg))
+                              options=EnvOptions.of(cfg, evaluation=True))
         except OSError as e:  # disk full, videos/ not a directory ...: no video this time
             self.log(f"ppo1: warning: video at iteration {iteration} not written to {os.path.dirname(stem)}: "
                      f"{cause(e)}; training continues")

@@ -34,11 +34,11 @@ class Coin(gymnasium.Env):
         return np.full((32, 32, 3), 255 * self.coin, np.uint8)
 
 
-def make_vec(env_id, num_envs, seed, rank, levels, options):
+def make_vec(env_id, num_envs, seed, rank, options):
     return VecGym([GymEnv(env_id, env_seed(seed, rank, i), gym_env=Coin()) for i in range(num_envs)])
 
 
-def make_eval(env_id, seed, render_mode, levels, options):
+def make_eval(env_id, seed, render_mode, options):
     return GymEnv(env_id, seed, render_mode, gym_env=Coin(render_mode))
 
 

@@ -65,12 +65,14 @@ def env_family(env_name: str, env_kwargs: str = "{}", obs_key: str = "") -> Fami
 class EnvOptions:
     """What makes an env besides its name: --env_kwargs (a JSON object string, for envs other than Atari and
     Procgen), the image preprocessing of the `pixels` family (ppo1.envs.pixels.Frames; None = its defaults),
-    --max_episode_steps (other than Atari and Procgen) and --episode_life (Atari training)."""
+    --max_episode_steps (other than Atari and Procgen), --episode_life (Atari training) and the levels a
+    Procgen env draws (ProcgenLevels: training's, or the unseen ones that play, movie and videos pass)."""
 
     env_kwargs: str = "{}"
     frames: Any = None
     max_episode_steps: int = 0
     episode_life: bool = True
+    levels: ProcgenLevels = ProcgenLevels()
 
     @property
     def atari_stack(self) -> int:
@@ -78,10 +80,12 @@ class EnvOptions:
         return self.frames.stack if self.frames is not None else 4
 
     @classmethod
-    def of(cls, config) -> "EnvOptions":
-        """The run's options, from its Config."""
+    def of(cls, config, evaluation: bool = False) -> "EnvOptions":
+        """The run's options, from its Config: for training, or with `evaluation` for the games that play,
+        movie and videos show (Procgen: the levels after the training ones)."""
         from ppo1.envs.pixels import Frames
-        return cls(config.env_kwargs, Frames.of(config), config.max_episode_steps, config.episode_life)
+        levels = ProcgenLevels.unseen(config) if evaluation else ProcgenLevels.training(config)
+        return cls(config.env_kwargs, Frames.of(config), config.max_episode_steps, config.episode_life, levels)
 
 
 def make_gym_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
@@ -105,23 +109,21 @@ def make_gym_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | N
         raise
 
 
-def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None,
-                 options: EnvOptions = EnvOptions()):
+def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, options: EnvOptions = EnvOptions()):
     """A rank's training envs, made by their family (VecAtari for Atari ids, VecProcgen for `procgen:<game>`
-    on `levels`, VecPixels for other envs with image observations, VecGym for vector observations); its
+    on options.levels, VecPixels for other envs with image observations, VecGym for vector observations); its
     `family` attribute is that Family. What the envs start gets no stop signal but from this process
     (ppo1.envs.children.shielded)."""
     with shielded():
         family = families.by_name(env_id, options.env_kwargs)
         if family is None:
-            return make_gym_vec(env_id, num_envs, seed, rank, levels, options)
-        venv = family.make_vec(env_id, num_envs, seed, rank, levels, options)
+            return make_gym_vec(env_id, num_envs, seed, rank, options)
+        venv = family.make_vec(env_id, num_envs, seed, rank, options)
         venv.family = family
         return venv
 
 
-def make_gym_vec(env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None,
-                 options: EnvOptions = EnvOptions()):
+def make_gym_vec(env_id: str, num_envs: int, seed: int, rank: int, options: EnvOptions = EnvOptions()):
     """num_envs envs of make_gym_env (made anew, each with a seed of its own, when one raises: VecEnv.restart):
     VecPixels for image observations, VecGym for vectors."""
     def vec_cls(envs: list, remake):
@@ -130,11 +132,11 @@ def make_gym_vec(env_id: str, num_envs: int, seed: int, rank: int, levels: Procg
 
 
 def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
-                  levels: ProcgenLevels | None = None, options: EnvOptions = EnvOptions()):
+                  options: EnvOptions = EnvOptions()):
     """One env that plays whole games with real scores, made by its family: AtariEnv(episode_life=False),
-    ProcgenEnv (on `levels`: evaluation passes the unseen ones), PixelEnv or GymEnv; shielded as make_vec_env's."""
+    ProcgenEnv (on options.levels: evaluation passes the unseen ones), PixelEnv or GymEnv; shielded as make_vec_env's."""
     with shielded():
         family = families.by_name(env_id, options.env_kwargs)
         if family is None:
             return make_gym_env(env_id, seed, render_mode, options)
-        return family.make_eval(env_id, seed, render_mode, levels, options)
+        return family.make_eval(env_id, seed, render_mode, options)

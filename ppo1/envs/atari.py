@@ -249,7 +249,7 @@ def _claims(env_id: str) -> bool:
         return False
 
 
-def _open_game(env_id: str, seed: np.random.SeedSequence, levels, options):
+def _open_game(env_id: str, seed: np.random.SeedSequence, options):
     """What movie records: every emulator frame, raw RGB 210x160 at 60 fps (AtariEnv.tap)."""
     env = AtariEnv(env_id, seed, episode_life=False, stack=options.atari_stack)
     return env, None, tuple(env.ale.getScreenDims()), FPS
@@ -258,9 +258,9 @@ def _open_game(env_id: str, seed: np.random.SeedSequence, levels, options):
 ATARI = Family(
     "atari", "Atari games", presets=("paper", "fast", "cleanrl", "baselines", "vizdoom"),
     claims=lambda env_id, env_kwargs: _claims(env_id),
-    make_vec=lambda env_id, num_envs, seed, rank, levels, options: VecAtari(
+    make_vec=lambda env_id, num_envs, seed, rank, options: VecAtari(
         env_id, num_envs, seed, rank, options.episode_life, options.atari_stack),
-    make_eval=lambda env_id, seed, render_mode, levels, options: AtariEnv(
+    make_eval=lambda env_id, seed, render_mode, options: AtariEnv(
         env_id, seed, episode_life=False, render_mode=render_mode, stack=options.atari_stack),
     open_game=_open_game, sign_rewards=True, frame_stack_with_rnn=True,
     frame_flags_why="Atari keeps the DeepMind preprocessing", episode_life=True,

@@ -26,9 +26,9 @@ class Family:
     recurrent_preset: its default preset with --rnn (None: the first of presets);
     claims(env_name, env_kwargs) -> bool: whether it takes the env by its name alone, without making it
     (None: a family told apart by observations, `observations(space)`);
-    make_vec(env_name, num_envs, seed, rank, levels, options) -> VecEnv: a rank's training envs;
-    make_eval(env_name, seed, render_mode, levels, options) -> one env that plays whole games;
-    open_game(env_name, seed, levels, options) -> (env, first observation or None, (height, width), fps):
+    make_vec(env_name, num_envs, seed, rank, options) -> VecEnv: a rank's training envs;
+    make_eval(env_name, seed, render_mode, options) -> one env that plays whole games;
+    open_game(env_name, seed, options) -> (env, first observation or None, (height, width), fps):
     the env that --mode movie and training videos record (None: make_eval's with rgb_array rendering).
     """
 
@@ -51,7 +51,7 @@ class Family:
     obs_vectors: bool = False  # its presets set obs_vectors (a Dict's vector entries reach the network)
     obs_shape: tuple[int, ...] | None = None  # its observations' shape, known without making an env
     frames_per_step: int = 1  # emulator frames per agent step (plots label Atari's 4)
-    levels: bool = False  # trains on some levels and plays unseen ones (Procgen: --num_levels, --start_level)
+    eval_note: Callable[[Any], str] | None = None  # what play says of the games it plays, from the Config (Procgen: which levels)
     known_packages: bool = False  # a package ppo1.envref knows (ViZDoom, stable-retro) brings its preset
 
     def refuse_kwargs(self, env_name: str, env_kwargs: str) -> None:

@@ -326,15 +326,15 @@ def has_images(space) -> bool:
                                      and any(is_image_space(s) for s in space.spaces.values()))
 
 
-def _make_eval(env_id: str, seed: np.random.SeedSequence, render_mode, levels, options) -> PixelEnv:
+def _make_eval(env_id: str, seed: np.random.SeedSequence, render_mode, options) -> PixelEnv:
     from ppo1.envref import resolve
     offscreen(render_mode)
     return PixelEnv(resolve(env_id, options.env_kwargs), seed, options.frames or Frames(), render_mode,
                     max_episode_steps=options.max_episode_steps)
 
 
-def _make_vec(env_id: str, num_envs: int, seed: int, rank: int, levels, options) -> VecPixels:
-    return seeded_vec(VecPixels, lambda s: _make_eval(env_id, s, None, levels, options), num_envs, seed, rank)
+def _make_vec(env_id: str, num_envs: int, seed: int, rank: int, options) -> VecPixels:
+    return seeded_vec(VecPixels, lambda s: _make_eval(env_id, s, None, options), num_envs, seed, rank)
 
 
 PIXELS = Family(

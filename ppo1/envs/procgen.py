@@ -145,9 +145,18 @@ class VecProcgen(VecEnv):
         super().__init__([make(i) for i in range(num_envs)], np.uint8, remake=make)
 
 
-def _open_game(env_id: str, seed: np.random.SeedSequence, levels, options):
+def _eval_note(config) -> str:
+    """Which levels play, movie and videos show: those after the training levels."""
+    levels = ProcgenLevels.unseen(config)
+    if config.num_levels == 0:
+        return f"{levels.distribution_mode} mode, every level, as trained"
+    return (f"{levels.distribution_mode} mode, unseen levels: from {levels.start_level} on; trained on "
+            f"{config.start_level}..{config.start_level + config.num_levels - 1}")
+
+
+def _open_game(env_id: str, seed: np.random.SeedSequence, options):
     """What movie records: the 64x64 frames the agent sees, at the games' own 15 fps."""
-    env = ProcgenEnv(env_id, seed, levels)
+    env = ProcgenEnv(env_id, seed, options.levels)
     obs = env.reset()
     return env, obs, env.rgb().shape[:2], env.fps
 
@@ -155,8 +164,8 @@ def _open_game(env_id: str, seed: np.random.SeedSequence, levels, options):
 PROCGEN = Family(
     "procgen", "Procgen games (procgen:<game>)", presets=("procgen",),
     claims=lambda env_id, env_kwargs: is_procgen(env_id),
-    make_vec=lambda env_id, num_envs, seed, rank, levels, options: VecProcgen(env_id, num_envs, seed, rank, levels),
-    make_eval=lambda env_id, seed, render_mode, levels, options: ProcgenEnv(env_id, seed, levels),
+    make_vec=lambda env_id, num_envs, seed, rank, options: VecProcgen(env_id, num_envs, seed, rank, options.levels),
+    make_eval=lambda env_id, seed, render_mode, options: ProcgenEnv(env_id, seed, options.levels),
     open_game=_open_game, frame_flags_why="procgen", time_limit_why="its games end by themselves",
-    env_kwargs=False, obs_shape=PROCGEN_SHAPE, levels=True)
+    env_kwargs=False, obs_shape=PROCGEN_SHAPE, eval_note=_eval_note)
 VecProcgen.family = PROCGEN

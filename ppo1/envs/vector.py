@@ -125,12 +125,12 @@ def has_vectors(space) -> bool:
     return isinstance(space, gymnasium.spaces.Box) and len(space.shape) == 1
 
 
-def _make_eval(env_id: str, seed: np.random.SeedSequence, render_mode, levels, options) -> GymEnv:
+def _make_eval(env_id: str, seed: np.random.SeedSequence, render_mode, options) -> GymEnv:
     return GymEnv(env_id, seed, render_mode, options.env_kwargs, max_episode_steps=options.max_episode_steps)
 
 
-def _make_vec(env_id: str, num_envs: int, seed: int, rank: int, levels, options) -> VecGym:
-    return seeded_vec(VecGym, lambda s: _make_eval(env_id, s, None, levels, options), num_envs, seed, rank)
+def _make_vec(env_id: str, num_envs: int, seed: int, rank: int, options) -> VecGym:
+    return seeded_vec(VecGym, lambda s: _make_eval(env_id, s, None, options), num_envs, seed, rank)
 
 
 VECTOR = Family(
