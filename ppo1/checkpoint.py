@@ -199,6 +199,7 @@ class TrainState:
     reward_norm: dict | None = None    # --norm_reward: RewardNormalizer.state_dict() (the same on every rank)
     obs_shape: list[int] | None = None  # the observations the model reads (None in older checkpoints)
     action_nvec: list[int] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension (else None)
+    model_io: dict | None = None  # the rest that sizes the model without an env (ModelIO; None in older checkpoints)
 
     def to_checkpoint(self) -> dict:
         """The dict saved on disk (keys of format FORMAT; the parts that are None are left out)."""
@@ -207,7 +208,7 @@ class TrainState:
                 "recent_returns": [r for r, _ in self.recent], "recent_lengths": [n for _, n in self.recent],
                 "num_actions": self.num_actions, "n_actors": self.n_actors, "n_ranks": self.n_ranks,
                 "config": self.config, "ranks": self.ranks, "reward_norm": self.reward_norm,
-                "obs_shape": self.obs_shape, "action_nvec": self.action_nvec}
+                "obs_shape": self.obs_shape, "action_nvec": self.action_nvec, "model_io": self.model_io}
         return {k: v for k, v in data.items() if v is not None}
 
     @classmethod
@@ -229,7 +230,17 @@ class TrainState:
                    episodes=data.get("episodes", 0), recent=collections.deque(recent, maxlen=RECENT),
                    optimizer=data.get("optimizer"), n_ranks=data.get("n_ranks"), ranks=data.get("ranks"),
                    reward_norm=data.get("reward_norm"), obs_shape=_shape(data.get("obs_shape"), "obs_shape", path),
-                   action_nvec=_shape(data.get("action_nvec"), "action_nvec", path))
+                   action_nvec=_shape(data.get("action_nvec"), "action_nvec", path),
+                   model_io=ModelIO.check(data.get("model_io"), path))
+
+    def model_spec(self):
+        """(obs_shape, action space, vec_dim, stacked) that build() takes for this checkpoint's model, read from
+        the checkpoint alone; None for a checkpoint written before model_io (its env must be made to know)."""
+        if self.model_io is None or self.obs_shape is None:
+            return None
+        m = self.model_io
+        return tuple(self.obs_shape), ModelIO.space(m["actions"], self.num_actions, self.action_nvec), \
+            m["vec_dim"], m["stacked"]
 
     def rank(self, r: int) -> RankState:
         """Rank r's saved generators and games."""
@@ -240,6 +251,42 @@ class TrainState:
         log.record(iteration=self.iteration, timesteps=self.timesteps, episodes=self.episodes,
                    ep_return_mean=float(np.mean([r for r, _ in self.recent])) if self.recent else float("nan"),
                    ep_length_mean=float(np.mean([n for _, n in self.recent])) if self.recent else float("nan"))
+
+
+class ModelIO:
+    """A checkpoint's `model_io`: what builds its model besides obs_shape, num_actions and action_nvec, so that
+    play and movie need no env to size it: {"actions": "discrete" | "box" | "multi", "vec_dim": numbers packed
+    beside the image, "stacked": whether the image is a stack of frames (None: unknown)}."""
+
+    KINDS = ("discrete", "box", "multi")
+
+    @staticmethod
+    def of(action_space, vec_dim: int, stacked: bool | None) -> dict:
+        import gymnasium
+        from ppo1.actions import action_nvec
+        kind = ("multi" if action_nvec(action_space) is not None else
+                "box" if isinstance(action_space, gymnasium.spaces.Box) else "discrete")
+        return {"actions": kind, "vec_dim": int(vec_dim), "stacked": None if stacked is None else bool(stacked)}
+
+    @staticmethod
+    def space(kind: str, num_actions: int, nvec: list[int] | None):
+        """The action space a model of `kind` was built for (the bounds of a Box do not size a model)."""
+        import gymnasium
+        if kind == "multi":
+            return gymnasium.spaces.MultiDiscrete(nvec)
+        if kind == "box":
+            return gymnasium.spaces.Box(-np.inf, np.inf, (num_actions,), np.float32)
+        return gymnasium.spaces.Discrete(num_actions)
+
+    @classmethod
+    def check(cls, value: Any, path: str) -> dict | None:
+        """A checkpoint's model_io as read, or None; PPO1Error naming `path` when it is malformed."""
+        if value is None:
+            return None
+        if not (isinstance(value, dict) and value.get("actions") in cls.KINDS and type(value.get("vec_dim")) is int
+                and value["vec_dim"] >= 0 and value.get("stacked") in (None, True, False)):
+            raise PPO1Error(f"checkpoint {path} is corrupt: 'model_io' is {value!r}")
+        return value
 
 
 def _shape(value: Any, key: str, path: str) -> list[int] | None:

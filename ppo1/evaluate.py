@@ -37,10 +37,22 @@ class Trained:
     path: str
     iteration: int
     timesteps: int
+    obs_shape: tuple[int, ...] | None = None  # the observations the model reads (None: an older checkpoint)
 
     def describe(self) -> str:
         """e.g. `checkpoints/pong/latest.pt (iteration 40, 40960 steps)`."""
         return f"{self.path} (iteration {self.iteration}, {self.timesteps} steps)"
+
+    def check_env(self, env) -> None:
+        """PPO1Error unless `env` (the one env play or movie makes) has the model's actions and observations:
+        the model was sized from the checkpoint, so an env whose code or kwargs changed since is caught here."""
+        where, name = f"checkpoint {self.path}", self.config.env_name
+        check_actions(where, (self.policy.num_actions, self.policy.nvec), name,
+                      (env.num_actions, action_nvec(env.action_space)))
+        shape = tuple(getattr(env, "obs_shape", ()) or ())
+        if self.obs_shape is not None and shape and shape != tuple(self.obs_shape):
+            raise PPO1Error(f"{where} holds a model of observations {tuple(self.obs_shape)}, {name} now gives "
+                            f"{shape}: was the env or its preprocessing changed?")
 
 
 def _load_on_root(config: Config, given: dict) -> tuple[checkpoint.TrainState, str, Config]:
@@ -81,7 +93,7 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
     comm.agree(error)
     state, path, saved = comm.bcast(loaded)
     policy = None
-    try:  # the model's shapes come from the env it was trained on, made as then (a factory may fail)
+    try:  # the model's shapes come from the checkpoint (older ones: from the env, made as then)
         policy = _policy_for(state, saved, path)
     except PPO1Error as e:
         error = e
@@ -91,14 +103,19 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
     # batch-1 forward passes: 1 thread is fastest
     torch.set_num_threads(fit_threads(given.get("num_threads") or 1,
                                       (lambda m: print(m, flush=True)) if comm.is_root else (lambda m: None)))
-    return Trained(policy, saved, path, state.iteration, state.timesteps)
+    return Trained(policy, saved, path, state.iteration, state.timesteps,
+                   None if state.obs_shape is None else tuple(state.obs_shape))
 
 
 def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> ActorCritic:
-    """The checkpoint's model, its input and action shapes those of the env `saved` makes. Raises PPO1Error
-    when the env now has other observations or actions than the model (its code or kwargs changed)."""
+    """The checkpoint's model, sized from the checkpoint (its model_io), or for a checkpoint written before
+    model_io from the family's known observations or else the env `saved` makes. Raises PPO1Error when that
+    env now has other observations or actions than the model (its code or kwargs changed)."""
     family = families.by_name(saved.env_name, saved.env_kwargs)
-    if family is not None and family.obs_shape is not None:  # known observations: no env needed (nor installed)
+    spec = state.model_spec()
+    if spec is not None:  # no env made here: play and movie make theirs and check it (Trained.check_env)
+        shape, actions, vec_dim, stacked = spec
+    elif family is not None and family.obs_shape is not None:  # known observations: no env needed (nor installed)
         shape, actions, vec_dim, stacked = family.obs_shape, state.num_actions, 0, False
     else:
         env = make_eval_env(saved.env_name, np.random.SeedSequence(0), options=EnvOptions.of(saved))

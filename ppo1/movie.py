@@ -43,7 +43,7 @@ def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: boo
     seed = np.random.SeedSequence([cfg.seed, VIDEO_STREAM, trained.iteration])
     try:
         rec = record_game(trained.policy, cfg.env_name, seed, stem, greedy=greedy, max_frames=max_frames, gif=gif,
-                          options=EnvOptions.of(cfg, evaluation=True))
+                          options=EnvOptions.of(cfg, evaluation=True), check=trained.check_env)
     except OSError as e:
         raise PPO1Error(f"cannot write the video {stem}_*.mp4: {cause(e)}") from None
     out(f"ppo1: {describe(rec)}")

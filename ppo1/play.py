@@ -13,7 +13,6 @@ from typing import Callable
 import numpy as np
 
 from ppo1 import PPO1Error
-from ppo1.actions import action_nvec, check_actions
 from ppo1.config import Config
 from ppo1.distributed import Comm, say_line
 from ppo1.envs import EnvOptions, Episode, families, make_eval_env
@@ -107,8 +106,7 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
     try:
         env = make_eval_env(cfg.env_name, env_seed, render_mode=render_mode,
                             options=EnvOptions.of(cfg, evaluation=True))  # Procgen: unseen levels
-        check_actions(f"checkpoint {trained.path}", (trained.policy.num_actions, trained.policy.nvec), cfg.env_name,
-                      (env.num_actions, action_nvec(env.action_space)))
+        trained.check_env(env)
     except PPO1Error as e:
         error = e
     except Exception as e:  # e.g. no window could be opened for --render

@@ -18,7 +18,7 @@ from ppo1 import device as devices
 from ppo1.actions import action_nvec
 from ppo1.advantages import RewardNormalizer, gae, shape_rewards
 from ppo1.bounds import check_batch_memory
-from ppo1.checkpoint import RankState, TrainState
+from ppo1.checkpoint import ModelIO, RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, make_vec_env
@@ -222,7 +222,8 @@ class Trainer:
         nvec = action_nvec(self.venv.action_space)
         self.state = TrainState(model={}, config=cfg.to_dict(), num_actions=self.venv.num_actions,
                                 n_actors=self.n_actors, obs_shape=list(self.venv.obs.shape[1:]),
-                                action_nvec=None if nvec is None else list(nvec))
+                                action_nvec=None if nvec is None else list(nvec),
+                                model_io=ModelIO.of(self.venv.action_space, self.venv.vec_dim, self.venv.stacked))
         obs, error = self.venv.reset(), None
         try:  # a checkpoint whose contents do not fit is one line on every rank, not a traceback
             if saved is not None:

@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -89,11 +89,12 @@ def _write_gif(frames: list[np.ndarray], directory: str, name: str) -> str:
 
 def record_game(policy: ActorCritic, env_name: str, seed: np.random.SeedSequence, stem: str,
                 greedy: bool = False, max_frames: int = 0, gif: bool = False,
-                options: EnvOptions = EnvOptions()) -> Recording:
+                options: EnvOptions = EnvOptions(), check: Callable[[Any], None] | None = None) -> Recording:
     """Play one game of `env_name` with `policy` and record it as `<stem>_score<S>[_partial].mp4`.
 
     max_frames > 0 cuts the game after that many emulator frames (the name then ends in _partial);
-    0 records the whole game. With gif=True a GIF of the same frames is written beside the MP4.
+    0 records the whole game. With gif=True a GIF of the same frames is written beside the MP4. `check(env)`
+    may refuse the env before any frame (movie: Trained.check_env).
     Files are written under temporary names and renamed when complete. Returns the Recording.
     """
     from moviepy.video.io.ffmpeg_writer import FFMPEG_VideoWriter
@@ -103,6 +104,12 @@ def record_game(policy: ActorCritic, env_name: str, seed: np.random.SeedSequence
     os.makedirs(directory, exist_ok=True)
     env_seed, torch_seed = seed.spawn(2)
     env, obs, (height, width), fps = open_game(env_name, env_seed, options)
+    if check is not None:
+        try:
+            check(env)
+        except BaseException:
+            env.close()
+            raise
     tmp = _tmp_path(directory, "mp4")
     writer = FFMPEG_VideoWriter(tmp, (width, height), fps)
     frames = _Frames(writer, gif, max_frames)

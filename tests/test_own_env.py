@@ -146,6 +146,34 @@ def test_a_checkpoint_refuses_the_env_once_its_observations_differ(pixel_run, tm
         "(4, 48, 48): was the env or its preprocessing changed?"]
 
 
+def test_play_and_movie_size_the_model_from_the_checkpoint_and_refuse_an_env_that_changed(pixel_run, tmp_path):
+    import shutil
+    from ppo1.config import Config
+    from ppo1.distributed import Comm
+    from ppo1.evaluate import load_trained
+    from ppo1.envs import make_eval_env
+    ck, _ = pixel_run
+    shutil.copytree(ck / "px", tmp_path / "px")
+    saved = torch.load(tmp_path / "px" / "latest.pt", weights_only=False)
+    assert saved["model_io"] == {"actions": "discrete", "vec_dim": 0, "stacked": True}
+    saved["config"]["env_kwargs"] = '{"size": 4}'  # PixelSquare refuses it: no env of this run can be made now
+    torch.save(saved, tmp_path / "px" / "latest.pt")
+    trained = load_trained(Config(checkpoint_dir=str(tmp_path), model_name="px"), {}, Comm(None))  # makes no env
+    assert trained.obs_shape == (4, 84, 84) and trained.policy.num_actions == 4
+    seed = np.random.SeedSequence(0)
+    fits = make_eval_env("tests.pixelenv:make_env", seed, options=EnvOptions('{"size": 24}'))
+    trained.check_env(fits)
+    fits.close()
+    smaller = make_eval_env("tests.pixelenv:make_env", seed, options=EnvOptions('{"size": 24}', Frames(size=48)))
+    with pytest.raises(PPO1Error, match=r"holds a model of observations \(4, 84, 84\), .* now gives \(4, 48, 48\)"):
+        trained.check_env(smaller)
+    smaller.close()
+    binary = make_eval_env("tests.pixelenv:make_env", seed, options=EnvOptions('{"size": 24, "multibinary": true}'))
+    with pytest.raises(PPO1Error, match=r"has 4 actions, .* has actions \[2, 2, 2, 2\]"):
+        trained.check_env(binary)
+    binary.close()
+
+
 def test_an_env_registered_on_import_trains_as_module_colon_id(tmp_path):
     r = run_cli([*TINY, "--env_name", "tests.pixelenv:PixelSquare-v0", "--frame_size", "0", "--model_type",
                  "impala", "--checkpoint_dir", str(tmp_path), "--model_name", "id"])
