@@ -178,8 +178,9 @@ def summarize(out_dir: str) -> dict | None:
     progress = os.path.join(out_dir, "progress.csv")
     if not os.path.exists(progress):
         return None
+    from ppo1.config import Config
     with open(os.path.join(out_dir, "config.json")) as f:
-        cfg = json.load(f)
+        cfg = Config.flatten(json.load(f))
     raw = read_csv(progress)
     rows = curve(raw)
     steps, final, seconds = rows[-1]

@@ -26,7 +26,7 @@ import torch
 from ppo1 import PPO1Error
 from ppo1.actions import check_actions
 from ppo1 import device as devices
-from ppo1.config import Config, without_legacy_keys
+from ppo1.config import Config
 from ppo1.safeio import cause
 
 LATEST = "latest.pt"
@@ -181,12 +181,12 @@ class TrainState:
     """Everything a checkpoint holds, and the only code that knows how it is laid out on disk.
 
     A checkpoint is the dict of `to_checkpoint()` (format FORMAT), saved with torch.save. `model`,
-    `config` (Config.to_dict()), the counters and the action/actor counts are in every checkpoint
+    `config` (Config.to_saved()), the counters and the action/actor counts are in every checkpoint
     (play and movie need them); a training resumes from the rest as well (`resumable`).
     """
 
     model: dict                        # state dict, CPU tensors
-    config: dict                       # Config.to_dict() of the run
+    config: dict                       # Config.to_saved() of the run
     num_actions: int
     n_actors: int                      # ranks x envs_per_rank
     iteration: int = 0
@@ -381,7 +381,10 @@ def config_from_data(data: object, where: str) -> Config:
     `where` for anything but an object of known fields, each of its field's type, with valid values."""
     if not isinstance(data, dict):
         raise PPO1Error(f"{where} does not hold a JSON object of settings")
-    data = without_legacy_keys(data)
+    try:
+        data = Config.flatten(data)
+    except PPO1Error as e:
+        raise PPO1Error(f"{where}: {e}") from None
     kinds = {f.name: type(getattr(Config(), f.name)) for f in dataclasses.fields(Config)}
     unknown = sorted(set(data) - set(kinds))
     if unknown:

@@ -32,6 +32,17 @@ MACHINE_FIELDS = ("device", "compile", "precision")
 LEGACY_KEYS = ("extra",)
 
 
+# The settings of one env family each, saved in a section of their own in config.json and checkpoints
+# ({"procgen": {"num_levels": 200, ...}, ...}); every other setting is at the top level. The attributes stay flat
+# (config.num_levels, the flag --num_levels), and a saved config without sections (older files) loads as well.
+SECTIONS = {
+    "atari": ("episode_life",),
+    "procgen": ("num_levels", "start_level", "distribution_mode"),
+    "pixels": ("frame_skip", "frame_size", "frame_gray", "frame_stack", "obs_key", "obs_vectors"),
+    "gym": ("max_episode_steps",),  # envs made by gymnasium or a factory (the pixels and vector families)
+}
+
+
 def without_legacy_keys(data: dict) -> dict:
     """`data` (the JSON of a saved config) without LEGACY_KEYS."""
     return {k: v for k, v in data.items() if k not in LEGACY_KEYS}
@@ -384,10 +395,33 @@ class Config:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict:
+        """Every setting by its name, flat (as the attributes and flags)."""
         return dataclasses.asdict(self)
 
+    def to_saved(self) -> dict:
+        """What config.json and a checkpoint's `config` hold: each family's settings in its section (SECTIONS)."""
+        flat = self.to_dict()
+        sectioned = {name for names in SECTIONS.values() for name in names}
+        return {**{k: v for k, v in flat.items() if k not in sectioned},
+                **{section: {k: flat[k] for k in names} for section, names in SECTIONS.items()}}
+
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        return json.dumps(self.to_saved(), indent=2, sort_keys=True)
+
+    @staticmethod
+    def flatten(data: dict) -> dict:
+        """A saved config (to_saved's dict, or an older file's flat one) as flat settings, without LEGACY_KEYS.
+        Raises PPO1Error for a section that is not an object, or a setting given twice."""
+        flat = {k: v for k, v in without_legacy_keys(data).items() if k not in SECTIONS}
+        for section in SECTIONS:
+            if section in data:
+                if not isinstance(data[section], dict):
+                    raise PPO1Error(f"config section {section!r} is {data[section]!r}, not an object")
+                twice = sorted(set(flat) & set(data[section]))
+                if twice:
+                    raise PPO1Error(f"config has {twice[0]!r} both at the top level and in section {section!r}")
+                flat.update(data[section])
+        return flat
 
     @classmethod
     def field_names(cls) -> frozenset[str]:
@@ -406,7 +440,8 @@ class Config:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Config":
-        data = without_legacy_keys(data)
+        """The Config of a saved dict (sectioned or flat); PPO1Error for unknown keys."""
+        data = cls.flatten(data)
         unknown = sorted(set(data) - cls.field_names())
         if unknown:
             raise PPO1Error(f"config has unknown keys {unknown}; was it written by a newer ppo1?")

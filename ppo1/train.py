@@ -220,7 +220,7 @@ class Trainer:
         cfg, comm = self.config, self.comm
         # model, optimizer and ranks: filled at each save
         nvec = action_nvec(self.venv.action_space)
-        self.state = TrainState(model={}, config=cfg.to_dict(), num_actions=self.venv.num_actions,
+        self.state = TrainState(model={}, config=cfg.to_saved(), num_actions=self.venv.num_actions,
                                 n_actors=self.n_actors, obs_shape=list(self.venv.obs.shape[1:]),
                                 action_nvec=None if nvec is None else list(nvec),
                                 model_io=ModelIO.of(self.venv.action_space, self.venv.vec_dim, self.venv.stacked))

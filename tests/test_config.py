@@ -28,6 +28,24 @@ def test_config_json_of_older_versions_with_extra_still_loads(tmp_path):
     assert load_config(str(tmp_path)) == Config(gamma=0.9)
 
 
+def test_config_json_groups_each_familys_settings_in_its_section_and_flat_files_still_load(tmp_path):
+    from ppo1.checkpoint import config_from_data, load_config
+    from ppo1.config import SECTIONS
+    c = Config(env_name="procgen:coinrun", num_levels=200, frame_size=64, episode_life=False, max_episode_steps=9)
+    saved = json.loads(c.to_json())
+    assert saved["procgen"] == {"num_levels": 200, "start_level": 0, "distribution_mode": "easy"}
+    assert saved["pixels"]["frame_size"] == 64 and saved["atari"] == {"episode_life": False}
+    assert saved["gym"] == {"max_episode_steps": 9} and saved["gamma"] == 0.99
+    assert not set(saved) & {name for names in SECTIONS.values() for name in names}  # none also at the top
+    assert Config.from_dict(saved) == c == config_from_data(saved, "checkpoint x")
+    (tmp_path / "config.json").write_text(json.dumps(c.to_dict()))  # a flat file of an older version
+    assert load_config(str(tmp_path)) == c
+    with pytest.raises(PPO1Error, match="'frame_size' both at the top level and in section 'pixels'"):
+        Config.from_dict({**saved, "frame_size": 48})
+    with pytest.raises(PPO1Error, match="checkpoint x: config section 'procgen' is 3, not an object"):
+        config_from_data({**saved, "procgen": 3}, "checkpoint x")
+
+
 def test_runs_saved_before_lr_warmup_and_frame_norm_resume_without_them_and_new_ones_have_the_presets(tmp_path):
     from ppo1.cli import build_config, build_parser, preset_values
     run = tmp_path / "old-fast"

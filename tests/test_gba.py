@@ -73,7 +73,7 @@ def test_a_gba_rom_trains_under_mpirun_resumes_plays_records_and_snapshots(tmp_p
     assert r.returncode == 0, r.stderr[-2000:]
     assert "2 ranks x 2 envs" in r.stdout and (tmp_path / "ck" / "gba" / "snapshot.png").exists()
     saved = json.loads((tmp_path / "ck" / "gba" / "config.json").read_text())
-    assert (saved["rnn"], saved["frame_stack"]) == ("lstm", 1)
+    assert (saved["rnn"], saved["pixels"]["frame_stack"]) == ("lstm", 1)
     r = run_cli([*TINY, *run, "--env_steps", "1024"], np_=2, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "resuming from" in r.stdout and "ppo1: done: 1024 steps in 2 iterations" in r.stdout

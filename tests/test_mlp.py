@@ -213,7 +213,7 @@ def test_a_run_with_a_step_limit_and_scaled_rewards_trains_and_plays_episodes_cu
                  "--checkpoint_dir", str(tmp_path), "--model_name", "cp"])
     assert r.returncode == 0, r.stderr
     config = json.loads((tmp_path / "cp" / "config.json").read_text())
-    assert (config["max_episode_steps"], config["reward_scale"], config["clip_reward"]) == (8, 0.001, "none")
+    assert (config["gym"]["max_episode_steps"], config["reward_scale"], config["clip_reward"]) == (8, 0.001, "none")
     with open(tmp_path / "cp" / "episodes.rank0.csv") as f:
         rows = list(csv.DictReader(f))
     assert rows and max(int(row["length"]) for row in rows) == 8 and {float(row["return"]) for row in rows} <= set(

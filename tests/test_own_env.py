@@ -109,7 +109,8 @@ def test_a_factory_env_trains_under_mpirun_and_its_config_records_how_to_make_it
     assert "2 ranks x 2 envs = 4 actors" in r.stdout and "done: 1024 steps in 2 iterations" in r.stdout
     config = json.loads((ck / "px" / "config.json").read_text())
     assert config["env_name"] == "tests.pixelenv:make_env" and json.loads(config["env_kwargs"]) == {"size": 24}
-    assert (config["frame_size"], config["frame_gray"], config["frame_stack"], config["frame_skip"]) == (84, True, 4, 1)
+    pixels = config["pixels"]  # the family's settings in a section of their own
+    assert (pixels["frame_size"], pixels["frame_gray"], pixels["frame_stack"], pixels["frame_skip"]) == (84, True, 4, 1)
     assert config["preset"] == "paper" and config["model_type"] == "small"
 
 
@@ -138,7 +139,8 @@ def test_a_checkpoint_refuses_the_env_once_its_observations_differ(pixel_run, tm
     ck, _ = pixel_run
     shutil.copytree(ck / "px", tmp_path / "px")
     config = json.loads((tmp_path / "px" / "config.json").read_text())
-    (tmp_path / "px" / "config.json").write_text(json.dumps({**config, "frame_size": 48}))  # a "changed env"
+    config["pixels"]["frame_size"] = 48  # a "changed env"
+    (tmp_path / "px" / "config.json").write_text(json.dumps(config))
     r = run_cli(["--checkpoint_dir", str(tmp_path), "--model_name", "px", "--env_steps", "2048"])
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
@@ -224,7 +226,7 @@ def test_a_dict_observation_trains_on_its_only_image_entry_unless_obs_key_names_
                  "--frame_size", "0", "--checkpoint_dir", str(tmp_path), "--model_name", "d"])
     assert r.returncode == 0, r.stderr
     state = json.loads((tmp_path / "d" / "config.json").read_text())
-    assert state["obs_key"] == "" and state["obs_vectors"] and "ppo1: done: 512 steps" in r.stdout
+    assert state["pixels"]["obs_key"] == "" and state["pixels"]["obs_vectors"] and "ppo1: done: 512 steps" in r.stdout
     saved = torch.load(tmp_path / "d" / "latest.pt", weights_only=True)
     # 4 gray frames and the channel of the packed step count; its statistics and the heads' extra input saved
     assert saved["obs_shape"] == [5, 24, 24] and saved["model"]["vec_rms.count"] > 500

@@ -65,7 +65,7 @@ def test_a_vizdoom_id_trains_under_mpirun_with_its_frame_skip_and_plays_leaving_
                 np_=2, cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     config = json.loads((ck / "doom" / "config.json").read_text())
-    assert (config["frame_skip"], config["preset"], config["optim_epochs"], config["norm_reward"], config["rnn"]) == (
+    assert (config["pixels"]["frame_skip"], config["preset"], config["optim_epochs"], config["norm_reward"], config["rnn"]) == (
         4, "vizdoom", 10, True, "gru")
     r = run_cli(["--mode", "play", "--episodes", "2", "--checkpoint_dir", str(ck), "--model_name", "doom"], np_=2,
                 cwd=str(tmp_path))

@@ -48,7 +48,8 @@ def test_airstriker_trains_under_mpirun_with_one_emulator_per_rank(airstriker):
     assert "2 ranks x 1 envs = 2 actors" in r.stdout and "done: 256 steps in 2 iterations" in r.stdout
     config = json.loads((ck / "air" / "config.json").read_text())
     assert config["env_name"] == "stable_retro:make" and json.loads(config["env_kwargs"])["game"] == GAME
-    assert (config["frame_size"], config["frame_gray"], config["frame_stack"], config["frame_skip"]) == (84, True, 4, 4)
+    pixels = config["pixels"]
+    assert (pixels["frame_size"], pixels["frame_gray"], pixels["frame_stack"], pixels["frame_skip"]) == (84, True, 4, 4)
     assert config["rnn"] == "lstm"
 
 
