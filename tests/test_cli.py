@@ -176,8 +176,9 @@ def test_two_rank_run_with_target_kl_logs_the_epochs_it_ran_and_saves_both_setti
 
 def test_a_minibatch_size_that_does_not_divide_the_batch_trains_on_with_finite_parameters(tmp_path):
     # 32 samples in minibatches of 31: once a last minibatch of 1 sample, whose advantage std was NaN
-    r = run_cli(["--preset", "cleanrl", "--envs_per_rank", "1", "--timesteps_per_actorbatch", "32",
-                 "--optim_batchsize", "31", "--env_steps", "96", "--checkpoint_dir", str(tmp_path), "--model_name", "m"])
+    r = run_cli(["--preset", "cleanrl", "--model_type", "small", "--optim_epochs", "1", "--envs_per_rank", "1",
+                 "--timesteps_per_actorbatch", "32", "--optim_batchsize", "31", "--env_steps", "96",
+                 "--checkpoint_dir", str(tmp_path), "--model_name", "m"])
     assert r.returncode == 0, r.stderr
     assert "degrees of freedom" not in r.stderr and "Traceback" not in r.stderr
     state = torch.load(tmp_path / "m" / "latest.pt", weights_only=True)

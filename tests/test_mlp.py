@@ -121,39 +121,35 @@ def test_mlp_on_image_observations_and_cnn_on_vectors_are_refused():
         build("small", gymnasium.spaces.Discrete(2), (4,))
 
 
-def test_vector_env_gets_baselines_mujoco_defaults_and_saves_obs_statistics(tmp_path):
-    r = run_cli(["--env_name", "CartPole-v1", "--timesteps_per_actorbatch", "256", "--env_steps", "512",
-                 "--checkpoint_dir", str(tmp_path), "--model_name", "cp"])
+@pytest.fixture(scope="module")
+def cartpole_run(tmp_path_factory):
+    """CartPole with its defaults (baselines' run_mujoco) under mpirun -np 2 x 1 env, 4 iterations of 4096 steps:
+    the learning check, and the checkpoint that play and movie use."""
+    ck = tmp_path_factory.mktemp("cp")
+    r = run_cli(["--env_name", "CartPole-v1", "--env_steps", "16384", "--seed", "1",
+                 "--checkpoint_dir", str(ck), "--model_name", "cp"], np_=2, timeout=400)
     assert r.returncode == 0, r.stderr
-    config = json.loads((tmp_path / "cp" / "config.json").read_text())
+    return ck
+
+
+def test_vector_env_gets_baselines_mujoco_defaults_and_saves_obs_statistics(cartpole_run):
+    config = json.loads((cartpole_run / "cp" / "config.json").read_text())
     assert (config["model_type"], config["optim_epochs"], config["optim_stepsize"], config["optim_batchsize"],
             config["epsilon"], config["ent_coef"]) == ("mlp", 10, 3e-4, 64, 0.2, 0.0)
-    state = torch.load(tmp_path / "cp" / "latest.pt", weights_only=True)
+    state = torch.load(cartpole_run / "cp" / "latest.pt", weights_only=True)
     assert state["model"]["ob_rms.count"] > 500
 
 
-def test_cartpole_learns_from_its_first_games_to_over_80_within_16k_steps_on_two_ranks(tmp_path):
-    """The learning check: baselines' MLP defaults, mpirun -np 2 x 1 env, 4 iterations of 4096 steps (this run's
-    first 50 games averaged about 12, its last 50 about 119; about 360 at 41k steps, 475 near 100k)."""
-    r = run_cli(["--env_name", "CartPole-v1", "--env_steps", "16384", "--seed", "1",
-                 "--checkpoint_dir", str(tmp_path), "--model_name", "cp"], np_=2, timeout=400)
-    assert r.returncode == 0, r.stderr
+def test_cartpole_learns_from_its_first_games_to_over_80_within_16k_steps_on_two_ranks(cartpole_run):
+    """This run's first 50 games averaged about 12, its last 50 about 119 (about 360 at 41k steps, 475 near
+    100k)."""
     episodes = []
     for rank in (0, 1):
-        with open(tmp_path / "cp" / f"episodes.rank{rank}.csv") as f:
+        with open(cartpole_run / "cp" / f"episodes.rank{rank}.csv") as f:
             episodes += [(int(row["timesteps"]), float(row["return"])) for row in csv.DictReader(f)]
     assert max(t for t, _ in episodes) <= 16384
     first50, last50 = [ret for _, ret in sorted(episodes)[:50]], [ret for _, ret in sorted(episodes)[-50:]]
     assert np.mean(first50) < 40 and np.mean(last50) >= 80, (first50, last50)
-
-
-@pytest.fixture(scope="module")
-def cartpole_run(tmp_path_factory):
-    ck = tmp_path_factory.mktemp("cp")
-    r = run_cli(["--env_name", "CartPole-v1", "--timesteps_per_actorbatch", "512", "--env_steps", "1024",
-                 "--checkpoint_dir", str(ck), "--model_name", "cp"])
-    assert r.returncode == 0, r.stderr
-    return ck
 
 
 def test_play_reports_vector_env_episodes_with_the_checkpoints_mlp(cartpole_run):
