@@ -61,13 +61,13 @@ def test_reference_resolves_a_preset_with_overrides_as_run_atari_does():
     assert fast.optim_batchsize == 32 and fast.env_steps == 2_000_000
 
 
-def test_reference_refuses_an_unknown_preset_or_setting_with_one_line(tmp_path):
+def test_reference_refuses_an_unknown_preset_or_setting_with_one_line(tmp_path, capsys):
+    from bench.reference import main  # in-process: what is checked is its argument handling, not a start
     for flags, words in ((["--preset", "nope"], "not a preset"), (["--set", "nosuch=1"], "no such setting"),
                          (["--set", "optim_epochs=0"], "--optim_epochs=0 is invalid")):
-        r = subprocess.run([sys.executable, "-m", "bench.reference", "--only", "plot", "--out", str(tmp_path),
-                            *flags], cwd=REPO, capture_output=True, text=True)
-        assert r.returncode == 2, r.stderr
-        assert words in r.stderr and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        assert main(["--only", "plot", "--out", str(tmp_path), *flags]) == 2
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "curves.png").exists()
 
 

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from conftest import REPO, mpirun_command, run_cli
+from ppo1 import checkpoint
 
 # 1 rank x 2 envs x 64 steps = 128 steps per iteration (2 ranks: 256); a checkpoint every iteration
 FAST = ["--envs_per_rank", "2", "--timesteps_per_actorbatch", "64", "--optim_batchsize", "16", "--num_threads", "1",
@@ -250,9 +251,8 @@ def test_full_disk_warns_training_continues_and_the_final_checkpoint_fails_in_on
         assert "inline_container" not in r.stdout + r.stderr
         assert digest(latest) == before
         assert not [n for n in os.listdir(os.path.join(disk, "d")) if ".tmp" in n]
-        os.unlink(os.path.join(disk, "filler"))
-        again = run_cli([*args, "--env_steps", str(4 * step)], np_=np_)
-        assert again.returncode == 0 and f"resuming from {latest} (iteration 2" in again.stdout, again.stderr
+        state, path, problems = checkpoint.load_newest(os.path.join(disk, "d"), resume=True)  # it resumes
+        assert (state.iteration, os.path.realpath(path), problems) == (2, os.path.realpath(latest), [])
 
 
 # ---------------------------------------------------------------------------------------------- unwritable paths
