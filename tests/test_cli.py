@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from conftest import run_cli
-from ppo1 import checkpoint
+from ppo1 import PPO1Error, checkpoint
 
 SHORT = ["--env_steps", "1024", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "128",
          "--optim_batchsize", "32", "--save_interval", "2"]
@@ -123,14 +123,16 @@ def test_help_explains_every_flag():
 
 
 def test_preset_fills_the_flags_not_given_is_recorded_and_cannot_change_on_resume(tmp_path):
-    r = run_cli([*SHORT, "--env_steps", "256", "--preset", "baselines", "--optim_epochs", "1",
-                 "--checkpoint_dir", str(tmp_path), "--model_name", "pre"])
-    assert r.returncode == 0, r.stderr
-    saved = checkpoint.load_config(str(tmp_path / "pre"))
-    assert (saved.preset, saved.model_type, saved.optim_stepsize, saved.epsilon) == ("baselines", "large", 1e-3, 0.2)
-    assert saved.optim_epochs == 1 and saved.timesteps_per_actorbatch == 128  # flags given win over the preset
-    r = run_cli(["--preset", "fast", "--checkpoint_dir", str(tmp_path), "--model_name", "pre"], timeout=60)
-    assert r.returncode == 2 and "--preset=fast differs from the run's preset 'baselines'" in r.stderr
+    from ppo1.cli import build_config, build_parser
+    where = ["--checkpoint_dir", str(tmp_path), "--model_name", "pre"]
+    config = build_config(build_parser().parse_args([*SHORT, "--preset", "baselines", "--optim_epochs", "1", *where]))
+    assert (config.preset, config.model_type, config.optim_stepsize, config.epsilon) == ("baselines", "large", 1e-3, 0.2)
+    assert config.optim_epochs == 1 and config.timesteps_per_actorbatch == 128  # flags given win over the preset
+    (tmp_path / "pre").mkdir()
+    (tmp_path / "pre" / "config.json").write_text(config.to_json())  # as its training saves it
+    assert build_config(build_parser().parse_args(where)) == config  # a rerun takes it, flags and preset
+    with pytest.raises(PPO1Error, match="--preset=fast differs from the run's preset 'baselines'"):
+        build_config(build_parser().parse_args(["--preset", "fast", *where]))
 
 
 def test_impala_cnn_trains_resumes_plays_and_records_like_every_network(tmp_path):
