@@ -170,10 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def build_config(args: argparse.Namespace, n_ranks: int = 1) -> Config:
+def build_config(args: argparse.Namespace, n_ranks: int = 1, spares=None) -> Config:
     """Config from the flags given; on top of the run's saved config.json when there is one, else on
     top of the preset's values for n_ranks ranks (default: the env family's; Atari: the PPO paper's,
-    vector observations: VECTOR_DEFAULTS)."""
+    vector observations: VECTOR_DEFAULTS). An env made to learn the family is kept in `spares` (ppo1.envs.Spares)."""
     given = _given_config_flags(args)
     run_dir = os.path.join(given.get("checkpoint_dir", Config.checkpoint_dir),
                            given.get("model_name", Config.model_name))
@@ -185,7 +185,7 @@ def build_config(args: argparse.Namespace, n_ranks: int = 1) -> Config:
             raise PPO1Error(f"--preset={given['preset']} differs from the run's preset {base.preset!r} "
                             f"({run_dir}); give --fresh to start a new run with it")
     else:
-        base = dataclasses.replace(base, **preset_values(given, n_ranks))
+        base = dataclasses.replace(base, **preset_values(given, n_ranks, spares))
     return dataclasses.replace(base, **given).validate()
 
 
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
             _mpi_fork(args.np, sys.argv[1:] if argv is None else argv)
         try:
             from ppo1.distributed import Comm, say_line
-            from ppo1.envs import load_gymnasium
+            from ppo1.envs import Spares, load_gymnasium
 
             load_gymnasium()
             importlib.import_module(_MODE_MODULES.get(args.mode, "ppo1.train"))
@@ -238,16 +238,24 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
         if held.pending:  # came after the ranks agreed above
             raise KeyboardInterrupt
         error, config = None, None
+        spares = Spares()  # an env made to learn the env's family: the first training env
         try:
-            config = build_config(args, comm.size)
+            config = build_config(args, comm.size, spares if args.mode == "train" else None)
             _apply_mode_flags(args)
         except PPO1Error as e:
             error = e
-        comm.agree(error)
+        try:
+            comm.agree(error)
+        except PPO1Error:
+            spares.close()
+            raise
         if args.mode == "train":
             from ppo1.train import train
-            code = train(config, comm, log=print if comm.is_root else (lambda *a, **k: None),
-                         fresh=args.fresh, stop_after=args.stop_after_iterations)["exit_code"]
+            try:
+                code = train(config, comm, log=print if comm.is_root else (lambda *a, **k: None),
+                             fresh=args.fresh, stop_after=args.stop_after_iterations, spares=spares)["exit_code"]
+            finally:
+                spares.close()  # not taken: the run was refused before it made its envs
             if code > 128:  # stopped by a signal, its checkpoint written: keep the signal handler to the end
                 comm.exit(code)
             return code

@@ -458,7 +458,7 @@ class Config:
         return cls.from_dict(data)
 
 
-def preset_values(given: dict, n_ranks: int = 1) -> dict:
+def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
     """The values of the preset (--preset, else the env family's default) for a new run on n_ranks ranks.
 
     Atari and other image-observation envs: `paper` unless --preset names another; vector observations:
@@ -469,7 +469,8 @@ def preset_values(given: dict, n_ranks: int = 1) -> dict:
     """
     from ppo1.envs import env_family, families
     env_name = given.get("env_name", Config.env_name)
-    family = env_family(env_name, given.get("env_kwargs", Config.env_kwargs), given.get("obs_key", Config.obs_key))
+    family = env_family(env_name, given.get("env_kwargs", Config.env_kwargs), given.get("obs_key", Config.obs_key),
+                        spares)
     package = None
     if family.known_packages:  # a known package's preset and settings (ViZDoom: its preset, 4 tics per action)
         from ppo1.envref import resolve

@@ -21,7 +21,7 @@ from ppo1.bounds import check_batch_memory
 from ppo1.checkpoint import ModelIO, RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
-from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, make_vec_env
+from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, Spares, make_vec_env
 from ppo1.launch import kill_descendants
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
@@ -115,8 +115,10 @@ class StopRequest:
 class Trainer:
     """One training run on this rank: `run()` = setup(), resume(), the loop, finish()."""
 
-    def __init__(self, config: Config, comm: Comm, log=print, fresh: bool = False, stop_after: int = 0):
+    def __init__(self, config: Config, comm: Comm, log=print, fresh: bool = False, stop_after: int = 0,
+                 spares: Spares | None = None):
         self.config, self.comm, self.log, self.fresh, self.stop_after = config, comm, log, fresh, stop_after
+        self.spares = spares
         self.profile = comm.profile  # env, inference, update and comm (allreduce) seconds of this rank
         self.exit_code, self.reason = 0, "done"
         self.rnn_state = None  # --rnn: the envs' states restored from a checkpoint (None: zeros)
@@ -177,7 +179,8 @@ class Trainer:
             error = e
         comm.agree(error)
         try:
-            self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank, EnvOptions.of(cfg))
+            self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank, EnvOptions.of(cfg),
+                                     self.spares)
             self.venv.max_restarts = cfg.env_restarts  # an env whose step raises is made anew, this often
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
                                self.venv.obs.itemsize, comm.local_size)
@@ -448,10 +451,12 @@ class Trainer:
                 "exit_code": self.exit_code}
 
 
-def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after: int = 0) -> dict:
+def train(config: Config, comm: Comm, log=print, fresh: bool = False, stop_after: int = 0,
+          spares: Spares | None = None) -> dict:
     """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after` iterations.
 
     Resumes from the newest checkpoint in config.run_dir unless `fresh`, which moves the old run
-    aside. Returns the final counters and the process exit code (0, or 128 + signal number).
+    aside. Returns the final counters and the process exit code (0, or 128 + signal number). `spares`: an
+    env made already (ppo1.envs.Spares), taken as the first training env; closed if it is not.
     """
-    return Trainer(config, comm, log, fresh, stop_after).run()
+    return Trainer(config, comm, log, fresh, stop_after, spares).run()

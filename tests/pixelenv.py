@@ -9,6 +9,7 @@ and terminates the episode; after `max_steps` steps the episode is truncated (a 
     make_dict_env(size=32, ...)                                            its image in a Dict, beside a vector
     make_multidiscrete_env(size=32, ...)                                   MultiDiscrete([4, 2]): (move, go)
     make_tuple_env(size=32, ...)                                           Tuple actions (not trained by ppo1)
+    make_counted_env(log, size=32, ...)                                     make_env, counting its makes in a file
     PixelSquare-v0                                                          the id registered on import
 """
 from __future__ import annotations
@@ -63,6 +64,13 @@ class PixelSquare(gymnasium.Env):
 
 def make_env(size: int = 32, **kwargs) -> PixelSquare:
     """The factory of `--env_name tests.pixelenv:make_env --env_kwargs '{"size": 24}'`."""
+    return PixelSquare(size=size, **kwargs)
+
+
+def make_counted_env(log: str, size: int = 32, **kwargs) -> PixelSquare:
+    """make_env that appends a line to the file `log` each time an env is made (how often a run makes its envs)."""
+    with open(log, "a") as f:
+        f.write(f"made in {__import__('os').getpid()}\n")
     return PixelSquare(size=size, **kwargs)
 
 

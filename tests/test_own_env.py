@@ -176,6 +176,19 @@ def test_play_and_movie_size_the_model_from_the_checkpoint_and_refuse_an_env_tha
     binary.close()
 
 
+def test_each_env_is_made_once_a_new_run_keeps_the_env_that_told_its_family_and_play_makes_one(tmp_path):
+    log = tmp_path / "made.txt"
+    where = ["--checkpoint_dir", str(tmp_path), "--model_name", "once"]
+    r = run_cli([*TINY, "--env_steps", "256", "--env_name", "tests.pixelenv:make_counted_env", "--env_kwargs",
+                 json.dumps({"log": str(log), "size": 24}), *where])
+    assert r.returncode == 0, r.stderr
+    assert len(log.read_text().splitlines()) == 2  # its 2 envs, the first the one made to learn its family
+    log.unlink()
+    r = run_cli(["--mode", "play", "--episodes", "1", *where])
+    assert r.returncode == 0, r.stderr
+    assert len(log.read_text().splitlines()) == 1  # the model is sized from the checkpoint
+
+
 def test_an_env_registered_on_import_trains_as_module_colon_id(tmp_path):
     r = run_cli([*TINY, "--env_name", "tests.pixelenv:PixelSquare-v0", "--frame_size", "0", "--model_type",
                  "impala", "--checkpoint_dir", str(tmp_path), "--model_name", "id"])

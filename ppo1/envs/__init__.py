@@ -29,7 +29,7 @@ from ppo1.envs.procgen import PROCGEN, PROCGEN_SHAPE, ProcgenEnv, ProcgenLevels,
 from ppo1.envs.vector import VECTOR, GymEnv, VecGym
 
 # The interface (below) and the names of the family modules that the trainer, the modes and the tools use.
-__all__ = ["Family", "families", "register", "env_family", "EnvOptions", "make_gym_env", "make_vec_env",
+__all__ = ["Family", "families", "register", "env_family", "Spares", "EnvOptions", "make_gym_env", "make_vec_env",
            "make_eval_env", "shielded", "EnvCrash", "EnvDataError", "AtariEnv", "VecAtari", "make_ale_env", "Episode",
            "env_seed", "env_spec", "load_gymnasium", "PROCGEN_SHAPE", "ProcgenEnv", "ProcgenLevels", "VecProcgen",
            "GymEnv", "VecGym"]
@@ -40,11 +40,37 @@ for _family in (ATARI, PROCGEN, PIXELS, VECTOR):
 register = families.register
 
 
-def env_family(env_name: str, env_kwargs: str = "{}", obs_key: str = "") -> Family:
+class Spares:
+    """Envs made before a rank's training envs, handed on so that each env is made once: the env env_family
+    makes to learn an id's family becomes the rank's first training env (make_vec_env takes it). close()
+    closes whatever was not taken (a mode other than train, a refused run)."""
+
+    def __init__(self):
+        self._envs: dict = {}
+
+    def put(self, key: tuple, env) -> None:
+        self.take_and_close(key)
+        self._envs[key] = env
+
+    def take(self, key: tuple):
+        """The env kept under `key` (now the caller's), or None."""
+        return self._envs.pop(key, None)
+
+    def take_and_close(self, key: tuple) -> None:
+        env = self.take(key)
+        if env is not None:
+            env.close()
+
+    def close(self) -> None:
+        for key in list(self._envs):
+            self.take_and_close(key)
+
+
+def env_family(env_name: str, env_kwargs: str = "{}", obs_key: str = "", spares: Spares | None = None) -> Family:
     """The Family of an env, which decides its preprocessing, policy and presets: one that claims the name
     (Atari ids, `procgen:<game>`, a registered family's), else the family of its observations (`pixels`:
-    images, `vector`: vectors), for which an env is made (and closed) here. Raises PPO1Error for an env ppo1
-    cannot name, make or train (its spaces)."""
+    images, `vector`: vectors), for which an env is made here: kept in `spares` for make_vec_env, else closed.
+    Raises PPO1Error for an env ppo1 cannot name, make or train (its spaces)."""
     family = families.by_name(env_name, env_kwargs)
     if family is not None:
         return family
@@ -56,9 +82,14 @@ def env_family(env_name: str, env_kwargs: str = "{}", obs_key: str = "") -> Fami
         if family is PIXELS:
             from ppo1.envs.pixels import check_spaces
             check_spaces(env_name, env.observation_space, env.action_space, obs_key)
-        return family
-    finally:
+    except BaseException:
         env.close()
+        raise
+    if spares is None:
+        env.close()
+    else:
+        spares.put((env_name, env_kwargs), env)
+    return family
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,16 +120,17 @@ class EnvOptions:
 
 
 def make_gym_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
-                 options: EnvOptions = EnvOptions()):
-    """One env other than Atari and Procgen, made once and wrapped by its observations: PixelEnv (images,
-    preprocessed by options.frames) or GymEnv (vectors). Raises PPO1Error for an env ppo1 cannot make or
-    train."""
+                 options: EnvOptions = EnvOptions(), gym_env=None):
+    """One env other than Atari and Procgen, made once (or `gym_env`, one made already: env_family's) and
+    wrapped by its observations: PixelEnv (images, preprocessed by options.frames) or GymEnv (vectors).
+    Raises PPO1Error for an env ppo1 cannot make or train."""
     from ppo1.envref import resolve
     from ppo1.envs.pixels import Frames, PixelEnv
 
     ref = resolve(env_id, options.env_kwargs)
     offscreen(render_mode)
-    gym_env = ref.make(render_mode)
+    if gym_env is None:
+        gym_env = ref.make(render_mode)
     try:
         if families.by_observations(gym_env.observation_space, env_id) is PIXELS:
             return PixelEnv(ref, seed, options.frames or Frames(), gym_env=gym_env,
@@ -109,26 +141,33 @@ def make_gym_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | N
         raise
 
 
-def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, options: EnvOptions = EnvOptions()):
+def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, options: EnvOptions = EnvOptions(),
+                 spares: Spares | None = None):
     """A rank's training envs, made by their family (VecAtari for Atari ids, VecProcgen for `procgen:<game>`
     on options.levels, VecPixels for other envs with image observations, VecGym for vector observations); its
-    `family` attribute is that Family. What the envs start gets no stop signal but from this process
-    (ppo1.envs.children.shielded)."""
+    `family` attribute is that Family. The env env_family kept in `spares` is the first. What the envs start
+    gets no stop signal but from this process (ppo1.envs.children.shielded)."""
     with shielded():
         family = families.by_name(env_id, options.env_kwargs)
         if family is None:
-            return make_gym_vec(env_id, num_envs, seed, rank, options)
+            return make_gym_vec(env_id, num_envs, seed, rank, options, spares)
         venv = family.make_vec(env_id, num_envs, seed, rank, options)
         venv.family = family
         return venv
 
 
-def make_gym_vec(env_id: str, num_envs: int, seed: int, rank: int, options: EnvOptions = EnvOptions()):
+def make_gym_vec(env_id: str, num_envs: int, seed: int, rank: int, options: EnvOptions = EnvOptions(),
+                 spares: Spares | None = None):
     """num_envs envs of make_gym_env (made anew, each with a seed of its own, when one raises: VecEnv.restart):
-    VecPixels for image observations, VecGym for vectors."""
+    VecPixels for image observations, VecGym for vectors; the first is the env kept in `spares`, if any."""
+    first = [spares.take((env_id, options.env_kwargs))] if spares is not None else []
+
+    def make_one(seed_seq):
+        return make_gym_env(env_id, seed_seq, options=options, gym_env=first.pop() if first else None)
+
     def vec_cls(envs: list, remake):
         return VecGym(envs, remake) if isinstance(envs[0], GymEnv) else VecPixels(envs, remake)
-    return seeded_vec(vec_cls, lambda s: make_gym_env(env_id, s, options=options), num_envs, seed, rank)
+    return seeded_vec(vec_cls, make_one, num_envs, seed, rank)
 
 
 def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
