@@ -14,9 +14,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # The files that take longest (about 20-115 s each on 2 cores), started first: `make test` hands whole files
 # to its 2 workers in collection order, so the short files left for the end let both workers finish together.
-SLOWEST_FIRST = ["test_faults.py", "test_resume.py", "test_cli.py", "test_device.py", "test_own_env.py",
-                 "test_stop_signals.py", "test_own_env_spaces.py", "test_gba.py", "test_recurrent.py", "test_mlp.py",
-                 "test_multihost.py", "test_bench.py", "test_play.py"]
+SLOWEST_FIRST = ["test_faults.py", "test_resume.py", "test_cli.py", "test_device.py", "test_stop_signals.py",
+                 "test_recurrent.py", "test_gba.py", "test_mlp.py", "test_own_env.py", "test_multihost.py",
+                 "test_bench.py", "test_play.py"]
 
 
 def pytest_collection_modifyitems(items):
