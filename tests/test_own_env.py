@@ -329,3 +329,21 @@ def test_a_family_registered_from_outside_ppo1_trains_plays_and_records(tmp_path
     assert list((tmp_path / "assets" / "coin").glob("*.mp4"))
     refused = run_cli([*common[:2], "--episode_life", "--checkpoint_dir", str(tmp_path)])
     assert refused.returncode == 2 and "--episode_life is for Atari games" in refused.stderr
+
+
+def test_a_family_is_refused_at_registration_when_its_table_could_not_use_it():
+    from ppo1.envs import Family, families
+    from ppo1.envs.family import Families
+
+    def table():  # a table of its own: the process's stays as it is
+        t = Families()
+        for f in families:
+            t.register(f)
+        return t
+    named = lambda name, kwargs: name.startswith("mine:")  # noqa: E731
+    with pytest.raises(PPO1Error, match="'atari' is registered already"):
+        table().register(Family("atari", "x", presets=("paper",), claims=named, make_vec=print, make_eval=print))
+    with pytest.raises(PPO1Error, match="give it either claims .names. or observations"):
+        table().register(Family("mine", "x", presets=("paper",), make_vec=print, make_eval=print))
+    with pytest.raises(PPO1Error, match="a family that claims names makes its envs: give it make_vec and make_eval"):
+        table().register(Family("mine", "x", presets=("paper",), claims=named, make_vec=print))

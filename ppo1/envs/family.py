@@ -27,7 +27,9 @@ class Family:
     claims(env_name, env_kwargs) -> bool: whether it takes the env by its name alone, without making it
     (None: a family told apart by observations, `observations(space)`);
     make_vec(env_name, num_envs, seed, rank, options) -> VecEnv: a rank's training envs;
-    make_eval(env_name, seed, render_mode, options) -> one env that plays whole games;
+    make_eval(env_name, seed, render_mode, options) -> one env that plays whole games (both for a family that
+    claims names; a family told apart by observations has its envs made by ppo1.envs.make_gym_env from the env
+    made to tell it, and gives neither);
     open_game(env_name, seed, options) -> (env, first observation or None, (height, width), fps):
     the env that --mode movie and training videos record (None: make_eval's with rgb_array rendering).
     """
@@ -35,8 +37,8 @@ class Family:
     name: str
     label: str  # what its envs are, in messages: "Atari games"
     presets: tuple[str, ...]
-    make_vec: Callable[..., Any]
-    make_eval: Callable[..., Any]
+    make_vec: Callable[..., Any] | None = None
+    make_eval: Callable[..., Any] | None = None
     claims: Callable[[str, str], bool] | None = None
     observations: Callable[[Any], bool] | None = None
     recurrent_preset: str | None = None
@@ -75,6 +77,9 @@ class Families:
             raise PPO1Error(f"an env family named {family.name!r} is registered already")
         if (family.claims is None) == (family.observations is None):
             raise PPO1Error(f"env family {family.name!r}: give it either claims (names) or observations (spaces)")
+        if family.claims is not None and (family.make_vec is None or family.make_eval is None):
+            raise PPO1Error(f"env family {family.name!r}: a family that claims names makes its envs: give it "
+                            "make_vec and make_eval")
         if family.claims is not None:
             self._families.insert(0, family)
         else:

@@ -31,7 +31,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, offscreen, seeded_vec, time_limit
+from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, time_limit
 from ppo1.envs.family import Family
 from ppo1.envref import EnvRef
 
@@ -326,19 +326,7 @@ def has_images(space) -> bool:
                                      and any(is_image_space(s) for s in space.spaces.values()))
 
 
-def _make_eval(env_id: str, seed: np.random.SeedSequence, render_mode, options) -> PixelEnv:
-    from ppo1.envref import resolve
-    offscreen(render_mode)
-    return PixelEnv(resolve(env_id, options.env_kwargs), seed, options.frames or Frames(), render_mode,
-                    max_episode_steps=options.max_episode_steps)
-
-
-def _make_vec(env_id: str, num_envs: int, seed: int, rank: int, options) -> VecPixels:
-    return seeded_vec(VecPixels, lambda s: _make_eval(env_id, s, None, options), num_envs, seed, rank)
-
-
 PIXELS = Family(
     "pixels", "image-observation envs", presets=("paper", "fast", "cleanrl", "baselines", "vizdoom"),
-    observations=has_images, make_vec=_make_vec, make_eval=_make_eval, frame_flags=True, obs_vectors=True,
-    known_packages=True)
+    observations=has_images, frame_flags=True, obs_vectors=True, known_packages=True)
 VecPixels.family = PIXELS

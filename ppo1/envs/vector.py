@@ -8,8 +8,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import (Episode, VecEnv, checked_obs, checked_reward, load_gymnasium, offscreen, seeded_vec,
-                            time_limit)
+from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, load_gymnasium, offscreen, time_limit
 from ppo1.envs.family import Family
 
 
@@ -125,15 +124,7 @@ def has_vectors(space) -> bool:
     return isinstance(space, gymnasium.spaces.Box) and len(space.shape) == 1
 
 
-def _make_eval(env_id: str, seed: np.random.SeedSequence, render_mode, options) -> GymEnv:
-    return GymEnv(env_id, seed, render_mode, options.env_kwargs, max_episode_steps=options.max_episode_steps)
-
-
-def _make_vec(env_id: str, num_envs: int, seed: int, rank: int, options) -> VecGym:
-    return seeded_vec(VecGym, lambda s: _make_eval(env_id, s, None, options), num_envs, seed, rank)
-
-
 VECTOR = Family(
     "vector", "vector-observation envs", presets=("mujoco", "ppo_lstm"), recurrent_preset="ppo_lstm",
-    observations=has_vectors, make_vec=_make_vec, make_eval=_make_eval, frame_flags_why="vector")
+    observations=has_vectors, frame_flags_why="vector")
 VecGym.family = VECTOR
