@@ -439,7 +439,7 @@ def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
         raise PPO1Error(f"{path} was trained on {saved.env_name}, not {config.env_name}")
     if json.loads(saved.env_kwargs) != json.loads(config.env_kwargs):
         raise PPO1Error(f"{path} was trained with --env_kwargs {saved.env_kwargs}, not {config.env_kwargs}")
-    check_obs_shape(state, obs_shape, config.env_name)
+    check_obs_shape(state.obs_shape, obs_shape, config.env_name)
     if saved.model_type != config.model_type:
         raise PPO1Error(f"{path} holds a {saved.model_type!r} model, not --model_type={config.model_type}")
     if (saved.rnn, saved.rnn_size) != (config.rnn, config.rnn_size):
@@ -456,9 +456,10 @@ def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
 CORE_NAMES = {"lstm": "an LSTM", "gru": "a GRU"}
 
 
-def check_obs_shape(state: TrainState, obs_shape: tuple[int, ...] | None, env_name: str) -> None:
-    """Raise PPO1Error if the checkpoint's model reads observations of another shape than `obs_shape` (the
+def check_obs_shape(saved: list[int] | tuple[int, ...] | None, obs_shape: tuple[int, ...] | None,
+                    env_name: str) -> None:
+    """Raise PPO1Error if the checkpoint's model reads observations of shape `saved` and not `obs_shape` (the
     env's now: its own code, or the preprocessing flags, changed). Checkpoints without the shape pass."""
-    if obs_shape is not None and state.obs_shape is not None and tuple(state.obs_shape) != tuple(obs_shape):
-        raise PPO1Error(f"checkpoint holds a model of observations {tuple(state.obs_shape)}, {env_name} now gives "
+    if obs_shape is not None and saved is not None and tuple(saved) != tuple(obs_shape):
+        raise PPO1Error(f"checkpoint holds a model of observations {tuple(saved)}, {env_name} now gives "
                         f"{tuple(obs_shape)}: was the env or its preprocessing changed?")

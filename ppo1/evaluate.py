@@ -46,13 +46,15 @@ class Trained:
     def check_env(self, env) -> None:
         """PPO1Error unless `env` (the one env play or movie makes) has the model's actions and observations:
         the model was sized from the checkpoint, so an env whose code or kwargs changed since is caught here."""
-        where, name = f"checkpoint {self.path}", self.config.env_name
-        check_actions(where, (self.policy.num_actions, self.policy.nvec), name,
-                      (env.num_actions, action_nvec(env.action_space)))
-        shape = tuple(getattr(env, "obs_shape", ()) or ())
-        if self.obs_shape is not None and shape and shape != tuple(self.obs_shape):
-            raise PPO1Error(f"{where} holds a model of observations {tuple(self.obs_shape)}, {name} now gives "
-                            f"{shape}: was the env or its preprocessing changed?")
+        check_env_fits(f"checkpoint {self.path}", self.policy.num_actions, self.policy.nvec, self.obs_shape,
+                       self.config.env_name, env)
+
+
+def check_env_fits(where: str, num_actions: int, nvec, obs_shape, env_name: str, env) -> None:
+    """PPO1Error unless `env` has the actions (num_actions, nvec) and the observations (obs_shape; None: not
+    known) of the model in `where`: an env whose code, kwargs or preprocessing changed since it was trained."""
+    check_actions(where, (num_actions, nvec), env_name, (env.num_actions, action_nvec(env.action_space)))
+    checkpoint.check_obs_shape(obs_shape, env.obs_shape, env_name)
 
 
 def _load_on_root(config: Config, given: dict) -> tuple[checkpoint.TrainState, str, Config]:
@@ -119,12 +121,13 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
         shape, actions, vec_dim, stacked = family.obs_shape, state.num_actions, 0, False
     else:
         env = make_eval_env(saved.env_name, np.random.SeedSequence(0), options=EnvOptions.of(saved))
-        shape, actions, num_actions, vec_dim = env.obs_shape, env.action_space, env.num_actions, env.vec_dim
-        stacked = getattr(env, "stacked", None)
-        env.close()
-        check_actions(f"checkpoint {path}", (state.num_actions, state.action_nvec), saved.env_name,
-                      (num_actions, action_nvec(actions)))
-        checkpoint.check_obs_shape(state, shape, saved.env_name)
+        try:
+            check_env_fits(f"checkpoint {path}", state.num_actions, state.action_nvec, state.obs_shape,
+                           saved.env_name, env)
+            shape, actions, vec_dim = env.obs_shape, env.action_space, env.vec_dim
+            stacked = getattr(env, "stacked", None)
+        finally:
+            env.close()
     policy = build(saved.model_type, actions, shape, frame_norm=saved.frame_norm, vec_dim=vec_dim, rnn=saved.rnn,
                    rnn_size=saved.rnn_size, stacked=stacked)
     try:
@@ -198,7 +201,8 @@ def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.
     return games
 
 
-def open_game(env_name: str, seed: np.random.SeedSequence, options: EnvOptions = EnvOptions()) -> tuple[Any, np.ndarray | None, tuple[int, int], int]:
+def open_game(env_name: str, seed: np.random.SeedSequence,
+              options: EnvOptions = EnvOptions()) -> tuple[Any, np.ndarray | None, tuple[int, int], int]:
     """An env for stream_game: (env, its first observation or None if stream_game resets it,
     (height, width) of its frames, frames per second). Atari: every emulator frame, raw RGB 210x160
     at 60 fps; Procgen (on options.levels): the 64x64 frames the agent sees, 15 fps; other envs (made with

@@ -174,6 +174,11 @@ def test_play_and_movie_size_the_model_from_the_checkpoint_and_refuse_an_env_tha
     with pytest.raises(PPO1Error, match=r"has 4 actions, .* has actions \[2, 2, 2, 2\]"):
         trained.check_env(binary)
     binary.close()
+    del saved["model_io"]  # a checkpoint of before model_io: sized from its env, made as then, and checked alike
+    saved["config"]["env_kwargs"], saved["config"]["pixels"]["frame_size"] = '{"size": 24}', 48
+    torch.save(saved, tmp_path / "px" / "latest.pt")
+    with pytest.raises(PPO1Error, match=r"holds a model of observations \(4, 84, 84\), .* now gives \(4, 48, 48\)"):
+        load_trained(Config(checkpoint_dir=str(tmp_path), model_name="px"), {}, Comm(None))
 
 
 def test_each_env_is_made_once_a_new_run_keeps_the_env_that_told_its_family_and_play_makes_one(tmp_path):
