@@ -61,8 +61,7 @@ PUBLISHED = {
 
 def resolve_config(preset: str, env_name: str, overrides: dict):
     """The Config ppo1 builds for `--preset preset` plus the given overrides on ACTORS actors."""
-    from ppo1.config import preset_values
-    from ppo1.config import Config
+    from ppo1.config import Config, preset_values
 
     unknown = sorted(set(overrides) - Config.field_names())
     if unknown:

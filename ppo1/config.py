@@ -38,7 +38,7 @@ LEGACY_KEYS = ("extra",)
 SECTIONS = {
     "atari": ("episode_life",),
     "procgen": ("num_levels", "start_level", "distribution_mode"),
-    "pixels": ("frame_skip", "frame_size", "frame_gray", "frame_stack", "obs_key", "obs_vectors"),
+    "pixels": FRAME_FLAGS,  # the image preprocessing and a Dict's entries
     "gym": ("max_episode_steps",),  # envs made by gymnasium or a factory (the pixels and vector families)
 }
 
