@@ -214,6 +214,13 @@ class ResidualBlock(nn.Module):
         return x + self.conv1(torch.relu(self.conv0(torch.relu(x))))
 
 
+def frame_layout(obs: torch.Tensor) -> torch.Tensor:
+    """Frames (B, C, H, W) in the memory layout a CNN reads on their device, same values and shape: on the
+    CPU channels-last (NHWC in memory), the layout oneDNN's CPU convolutions are fastest in
+    (docs/throughput.md has the figures; no copy when they are already); GPUs keep the default layout."""
+    return obs.contiguous(memory_format=torch.channels_last) if obs.device.type == "cpu" else obs
+
+
 def impala_stage(c_in: int, c_out: int) -> nn.Sequential:
     """One stage of the IMPALA CNN: conv 3x3 (padding 1) -> max-pool 3x3 stride 2 (padding 1) -> two
     residual blocks. (B, c_in, H, W) -> (B, c_out, ceil(H / 2), ceil(W / 2))."""
@@ -359,16 +366,14 @@ class CnnPolicy(ActorCritic):
         """uint8 frames (B, C, H, W) -> what the torso reads: float32 in [0, 1] (`scale`), less the
         running per-pixel mean / 255 (`center`).
 
-        On the CPU the frames enter the convolutions channels-last (NHWC in memory, same values and
-        shape), the layout oneDNN's CPU convolutions are fastest in (docs/throughput.md has the figures);
-        GPUs keep the default layout.
+        The frames enter the convolutions in frame_layout (channels-last on the CPU).
         """
-        if obs.device.type == "cpu":
-            obs = obs.contiguous(memory_format=torch.channels_last)
-        x = obs.float()
-        if hasattr(self, "frame_rms"):
-            x.sub_(self.frame_rms.mean().float())  # (84, 84) over the batch and the 4 frames (or (C, H, W)); in place,
-            # as an out-of-place subtraction returns NCHW and undoes the channels-last layout
+        x = frame_layout(obs).float()  # float() keeps the layout
+        if hasattr(self, "frame_rms"):  # the mean (84, 84) (or (C, H, W)) laid out as one frame of x, so the
+            # subtraction runs element by element in x's memory order rather than broadcast across it;
+            # in place, as an out-of-place one returns NCHW and undoes the channels-last layout
+            mean = self.frame_rms.mean().float().expand(1, *x.shape[1:])
+            x.sub_(mean.contiguous(memory_format=torch.channels_last) if x.device.type == "cpu" else mean)
         return x.div_(255.0)
 
     def distribution(self, logits: torch.Tensor) -> Categorical | MultiCategorical:

@@ -152,6 +152,17 @@ def test_the_procgen_presets_impala_cnn_starts_with_features_and_values_near_uni
     assert scale("orthogonal")[0] > 10 * features_std
 
 
+def test_centred_frames_enter_the_torso_as_frame_minus_mean_over_255_channels_last():
+    policy = build("small", 6, frame_norm="center")
+    rng = np.random.default_rng(0)
+    policy.observe(rng.integers(0, 256, (3, 2, 4, 84, 84), dtype=np.uint8))
+    for obs in (torch.from_numpy(rng.integers(0, 256, (5, 4, 84, 84), dtype=np.uint8)),
+                torch.from_numpy(rng.integers(0, 256, (5, 84, 84, 4), dtype=np.uint8)).permute(0, 3, 1, 2)):
+        x = policy.torso_input(obs)  # from frames of either layout
+        assert torch.equal(x, (obs.float() - policy.frame_rms.mean().float()) / 255.0)  # the same float32 values
+        assert x.is_contiguous(memory_format=torch.channels_last) and x.dtype == torch.float32
+
+
 def test_impala_centres_an_rgb_frame_per_pixel_and_channel_and_atari_stacks_on_the_newest_frame():
     rgb = build("impala", 4, (3, 64, 64), frame_norm="center")
     assert rgb.frame_rms.sum.shape == (3, 64, 64)

@@ -21,6 +21,7 @@ def test_batch_flattens_time_and_envs_and_standardizes_advantages_over_the_batch
     b = seg.batch(torch.device("cpu"), np.random.default_rng(1), standardize_adv=True)
     assert len(b) == 8 and b.obs.shape == (8, 4, 84, 84) and b.obs.dtype == torch.uint8
     assert torch.equal(b.obs[3], torch.from_numpy(seg.obs[1, 1]))      # sample t * k + i
+    assert b.obs.is_contiguous(memory_format=torch.channels_last)  # on the CPU laid out once for the convolutions
     assert torch.equal(b.adv, torch.from_numpy(standardize(seg.advantages.reshape(8))))
     raw = seg.batch(torch.device("cpu"), np.random.default_rng(1), standardize_adv=False)
     assert torch.equal(raw.adv, torch.from_numpy(seg.advantages.reshape(8)))
@@ -35,6 +36,8 @@ def test_minibatches_draw_one_permutation_per_epoch_in_equal_minibatches():
         mbs = list(b.minibatches(3))
         assert [len(m) for m in mbs] == [3, 3], "the 2 left over sit this epoch out (baselines, CleanRL)"
         assert torch.equal(torch.cat([m.returns for m in mbs]), b.returns[torch.from_numpy(perm[:6])])
+        assert torch.equal(mbs[1].obs, b.obs[torch.from_numpy(perm[3:6])])  # the same rows, still channels-last
+        assert mbs[1].obs.is_contiguous(memory_format=torch.channels_last)
         assert [len(m) for m in b.minibatches(4)] == [4, 4] and [len(m) for m in b.minibatches(8)] == [8]
         twin.permutation(8), twin.permutation(8)
     assert rng.bit_generator.state == twin.bit_generator.state  # nothing else drawn: resume stays bit-identical
