@@ -97,6 +97,12 @@ def load_gba(rom: str, save: str | None):
         raise
 
 
+# What to do where pygba or mgba does not import: mgba's wheels exist for Python 3.10 and 3.11 only.
+GBA_INSTALL = ("pip install -e '.[gba]' (mgba needs Debian's libmgba0.10)" if sys.version_info < (3, 12) else
+               f"mgba has wheels for Python 3.10 and 3.11 only, not {sys.version_info.major}.{sys.version_info.minor}: "
+               "run the GBA example from a Python 3.11 venv (make venv)")
+
+
 def make_env(rom: str = "", save: str | None = None, hold: int = 24, max_episode_steps: int = 65_536,
              game_wrapper: bool = True, render_mode: str | None = None) -> gymnasium.Env:
     """The env of one emulator running `rom` (from the battery save `save`, else from power-on)."""
@@ -107,7 +113,7 @@ def make_env(rom: str = "", save: str | None = None, hold: int = 24, max_episode
     try:
         from pygba import PokemonEmerald, PyGBAEnv
     except ImportError as e:
-        raise ImportError(f"{e}: pip install -e '.[gba]' (mgba needs Debian's libmgba0.10)") from None
+        raise ImportError(f"{e}: {GBA_INSTALL}") from None
     gba, folder = load_gba(rom, save)
     try:
         untag_capsule_type()  # PyGBAEnv runs the emulator's first frame

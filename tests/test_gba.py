@@ -28,6 +28,8 @@ def gba_extra_missing() -> str | None:
     r = subprocess.run([sys.executable, "-c", "import pygba, mgba.core"], capture_output=True, text=True)
     if r.returncode != 0:
         tail = (r.stderr.strip().splitlines() or ["?"])[-1]
+        if sys.version_info >= (3, 12):
+            return f"the gba extra does not run here ({tail}): mgba has wheels for Python 3.10 and 3.11 only"
         return f"the gba extra does not run here ({tail}): pip install -e '.[gba]', apt-get install libmgba0.10"
     return None
 
