@@ -48,13 +48,19 @@ def train(config: Config | None = None, *, fresh: bool = False, stop_after_itera
     it exists, unless `fresh`. log=None trains silently. Returns a TrainResult; raises PPO1Error."""
     if config is not None and settings:
         raise PPO1Error(f"give train() a Config or settings, not both (got {sorted(settings)})")
-    comm = _comm()
-    config = (config if config is not None else Config.for_preset(n_ranks=comm.size, **settings)).validate()
+    from ppo1.envs import Spares
     from ppo1.train import Trainer
 
-    trainer = Trainer(config, comm, log if (log and comm.is_root) else (lambda *a, **k: None), fresh,
-                      stop_after_iterations)
-    out = trainer.run()
+    comm = _comm()
+    spares = Spares()  # the env made to learn the family of a new run's env: its first training env
+    try:
+        config = (config if config is not None else
+                  Config.for_preset(n_ranks=comm.size, spares=spares, **settings)).validate()
+        trainer = Trainer(config, comm, log if (log and comm.is_root) else (lambda *a, **k: None), fresh,
+                          stop_after_iterations, spares)
+        out = trainer.run()
+    finally:
+        spares.close()  # what the run did not take (it was refused)
     recent = [r for r, _ in trainer.state.recent]
     return TrainResult(config.run_dir, out["iteration"], out["timesteps"], out["episodes"],
                        sum(recent) / len(recent) if recent else math.nan, out["exit_code"])

@@ -429,14 +429,15 @@ class Config:
         return frozenset(f.name for f in fields(cls))
 
     @classmethod
-    def for_preset(cls, preset: str | None = None, n_ranks: int = 1, **fields) -> "Config":
+    def for_preset(cls, preset: str | None = None, n_ranks: int = 1, spares=None, **fields) -> "Config":
         """The Config that `python -m run_atari --preset PRESET --FIELD VALUE ...` builds for a new run on
-        n_ranks ranks: the preset's values (default: the env family's) for every field not given. Validated."""
+        n_ranks ranks: the preset's values (default: the env family's) for every field not given. Validated.
+        spares (ppo1.envs.Spares): where the env made to learn the env's family is kept for the run to take."""
         given = {**({"preset": preset} if preset is not None else {}), **fields}
         unknown = sorted(set(given) - cls.field_names())
         if unknown:
             raise PPO1Error(f"{unknown[0]!r} is not a setting (the settings are run_atari's flags without --)")
-        return dataclasses.replace(cls(), **{**preset_values(given, n_ranks), **given}).validate()
+        return dataclasses.replace(cls(), **{**preset_values(given, n_ranks, spares), **given}).validate()
 
     @classmethod
     def from_dict(cls, data: dict) -> "Config":

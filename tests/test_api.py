@@ -63,3 +63,17 @@ def test_train_and_play_stay_the_api_functions_after_their_modules_load():
     # the modules themselves stay importable by their full names
     assert hasattr(train_module, "Trainer") and not hasattr(play_module, "Trainer")
     assert (train_module.__name__, play_module.__name__) == ("ppo1.train", "ppo1.play")
+
+
+def test_train_with_settings_makes_each_env_once(tmp_path):
+    # the env made to learn the family of the settings' env becomes the run's first env, as on the command line
+    log = tmp_path / "made.txt"
+    code = ("from ppo1 import train\n"
+            f"r = train(env_name='tests.pixelenv:make_counted_env', env_kwargs='{{\"log\": \"{log}\", \"size\": 24}}', "
+            "env_steps=256, envs_per_rank=2, timesteps_per_actorbatch=128, optim_batchsize=32, num_threads=1, "
+            f"checkpoint_dir={str(tmp_path)!r}, model_name='api', log=None)\n"
+            "print('steps', r.timesteps)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=REPO))
+    assert r.returncode == 0 and "steps 256" in r.stdout, r.stderr
+    assert len(log.read_text().splitlines()) == 2  # its 2 envs, the first the one made to learn its family
