@@ -373,7 +373,7 @@ class CnnPolicy(ActorCritic):
             # subtraction runs element by element in x's memory order rather than broadcast across it;
             # in place, as an out-of-place one returns NCHW and undoes the channels-last layout
             mean = self.frame_rms.mean().float().expand(1, *x.shape[1:])
-            x.sub_(mean.contiguous(memory_format=torch.channels_last) if x.device.type == "cpu" else mean)
+            x.sub_(frame_layout(mean))
         return x.div_(255.0)
 
     def distribution(self, logits: torch.Tensor) -> Categorical | MultiCategorical:

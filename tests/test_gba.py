@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import TINY, run_cli
+from conftest import REPO, TINY, run_cli
 
 PROBE = """
 import torch  # noqa: F401  (as in every ppo1 process)
@@ -25,12 +25,11 @@ print("booted")
 @functools.lru_cache(maxsize=None)
 def gba_extra_missing() -> str | None:
     """None where pygba and mgba import, else why the GBA tests skip."""
-    r = subprocess.run([sys.executable, "-c", "import pygba, mgba.core"], capture_output=True, text=True)
-    if r.returncode != 0:
+    probe = "from examples.pokemon_emerald import GBA_INSTALL; print(GBA_INSTALL); import pygba, mgba.core"
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
+    if r.returncode != 0:  # why, and what to do on this Python, as the example says it
         tail = (r.stderr.strip().splitlines() or ["?"])[-1]
-        if sys.version_info >= (3, 12):
-            return f"the gba extra does not run here ({tail}): mgba has wheels for Python 3.10 and 3.11 only"
-        return f"the gba extra does not run here ({tail}): pip install -e '.[gba]', apt-get install libmgba0.10"
+        return f"the gba extra does not run here ({tail}): {r.stdout.strip()}"
     return None
 
 
