@@ -142,7 +142,9 @@ def save(run_dir: str, state: TrainState, config: Config, keep: int = 3) -> str:
 
 @dataclasses.dataclass
 class RankState:
-    """One rank's random generators and games: what a resume on the same number of ranks restores."""
+    """One rank's random generators and games: what a resume on the same number of ranks restores. Its envs'
+    recurrent states and running returns are restored only with their games (`envs`); the envs' made counts
+    and the restarts' iterations always (a resume without games makes its envs with the next seeds)."""
 
     torch_rng: torch.Tensor
     np_rng: dict                       # numpy Generator.bit_generator.state (shuffles the minibatches)
@@ -151,13 +153,16 @@ class RankState:
     cuda_rng: torch.Tensor | None = None  # the CUDA generator where actions are sampled on a GPU
     reward_ret: torch.Tensor | None = None  # --norm_reward: the rank's running discounted returns (k,)
     rnn_state: torch.Tensor | None = None  # --rnn: the policy's state of each env (k, state_size), on the CPU
+    env_made: list[int] | None = None  # VecEnv.made: envs made before the current one in each place
+    restarts: list[int] | None = None  # the iterations in which this rank made an env anew (--env_restarts)
 
     @classmethod
     def capture(cls, rng: np.random.Generator, venv, device: torch.device, reward_ret: np.ndarray | None = None,
-                rnn_state: torch.Tensor | None = None) -> "RankState":
+                rnn_state: torch.Tensor | None = None, restarts: list[int] | None = None) -> "RankState":
         return cls(torch.get_rng_state(), rng.bit_generator.state, random.getstate(), venv.get_state(),
                    devices.rng_state(device), None if reward_ret is None else torch.from_numpy(reward_ret.copy()),
-                   None if rnn_state is None else rnn_state.detach().cpu().clone())
+                   None if rnn_state is None else rnn_state.detach().cpu().clone(), list(venv.made),
+                   list(restarts or []))
 
     def restore(self, rng: np.random.Generator, venv, device: torch.device) -> np.ndarray | None:
         """Put the generators and games back. Returns the envs' observations, None if none were saved."""
@@ -173,7 +178,7 @@ class RankState:
     @classmethod
     def from_dict(cls, data: dict) -> "RankState":
         return cls(data["torch_rng"], data["np_rng"], data["py_rng"], data["envs"], data.get("cuda_rng"),
-                   data.get("reward_ret"), data.get("rnn_state"))
+                   data.get("reward_ret"), data.get("rnn_state"), data.get("env_made"), data.get("restarts"))
 
 
 @dataclasses.dataclass

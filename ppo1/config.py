@@ -206,10 +206,11 @@ class Config:
         "after which every rank prints where it waited and ends the job (exit status 3); -1 = max(10 "
         "x median iteration time, 300 s), 0 = off")
     env_restarts: int = setting(5,
-        "train: times a rank makes an env anew when its step raises (an engine or emulator that died, a "
-        "subprocess of a factory's env that exited), each with a warning and its traceback in the run "
-        "directory; the episode counts as cut, not ended. Past it the run stops after that iteration with a "
-        "checkpoint (exit status 2); 0 = the first exception stops the run")
+        "train: times a rank may make an env anew when its step raises (an engine that died), in the run "
+        "or in --env_restart_window iterations; one more stops the run (exit status 2); 0 = the first")
+    env_restart_window: int = setting(0,
+        "train: count --env_restarts in the last this many iterations (a rate, for runs of days); 0 = in "
+        "the whole run, across resumes")
     device: str = setting("auto",
         "auto (a GPU when torch sees one, else the CPU), cpu, cuda or cuda:N; under mpirun each rank "
         "takes GPU local_rank %% GPUs on its node, cuda:N pins GPU N; may differ on resume")
@@ -302,6 +303,8 @@ class Config:
                 bad(name, "a whole number >= 1")
         if not isinstance(self.env_restarts, int) or self.env_restarts < 0:
             bad("env_restarts", "a whole number >= 0")
+        if not isinstance(self.env_restart_window, int) or self.env_restart_window < 0:
+            bad("env_restart_window", "a whole number of iterations >= 0 (0 = the whole run)")
         if self.envs_per_rank > MAX_ENVS_PER_RANK:
             bad("envs_per_rank", f"at most {MAX_ENVS_PER_RANK} (for more actors, run more ranks)")
         if self.optim_batchsize > self.timesteps_per_actorbatch:

@@ -218,10 +218,10 @@ class Collector:
             mid = clock.now()
             try:
                 obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
-            except PPO1Error:  # what ppo1 says of the env's data (EnvDataError), or a family's own line
+            except PPO1Error:  # an env that crashed (EnvCrash), its data (EnvDataError), or a family's own line
                 raise
-            except Exception as e:  # the env's own exception: one line, its traceback kept (Trainer.collect)
-                raise EnvCrash(e, traceback.format_exc()) from None
+            except Exception as e:  # ppo1's own code: one line, its traceback kept (Trainer.collect)
+                raise EnvCrash(e, traceback.format_exc(), ours=True) from None
             self.obs[:] = obs
             seg.episodes.extend(episodes)
             end = clock.now()
@@ -229,9 +229,14 @@ class Collector:
             clock.add("env", end - mid)
             if self.venv.cut:  # episodes cut by a time limit: the value of their last observation
                 with clock.timer("inference"):
-                    envs = sorted(self.venv.cut)
-                    seg.cut_values[t, envs] = self.value(np.stack([self.venv.cut[i] for i in envs]),
-                                                         None if state is None else state[envs])
+                    envs = sorted(set(self.venv.cut) - self.venv.crashed)
+                    if envs:
+                        seg.cut_values[t, envs] = self.value(np.stack([self.venv.cut[i] for i in envs]),
+                                                             None if state is None else state[envs])
+                # an env made anew after its step raised: its cut observation is s_t, which this step acted
+                # on, valued as the rollout did, V(s_t | h_t) (the state after it has already seen s_t)
+                for i in self.venv.crashed:
+                    seg.cut_values[t, i] = seg.values[t, i]
             if state is not None:  # an episode that ended starts the next from zeros
                 self.state = state * torch.from_numpy(~seg.dones[t]).to(state.device, state.dtype)[:, None]
         with clock.timer("inference"):

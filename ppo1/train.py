@@ -121,8 +121,9 @@ class Trainer:
         self.spares = spares
         self.profile = comm.profile  # env, inference, update and comm (allreduce) seconds of this rank
         self.exit_code, self.reason = 0, "done"
-        self.rnn_state = None  # --rnn: the envs' states restored from a checkpoint (None: zeros)
+        self.rnn_state = None  # --rnn: the envs' states restored from a checkpoint with their games (None: zeros)
         self.restarts_said = 0  # the envs' restarts (VecEnv.restarts) warned of so far
+        self.restart_iterations: list[int] = []  # the iteration of each env restart on this rank, resumes included
 
     def run(self) -> dict:
         """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after`
@@ -181,7 +182,6 @@ class Trainer:
         try:
             self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank, EnvOptions.of(cfg),
                                      self.spares)
-            self.venv.max_restarts = cfg.env_restarts  # an env whose step raises is made anew, this often
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
                                self.venv.obs.itemsize, comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
@@ -247,16 +247,24 @@ class Trainer:
         self.state.recent.extend(saved.recent)
         if self.reward_norm is not None and saved.reward_norm is not None:
             self.reward_norm.load_state_dict(saved.reward_norm)
+        k = self.config.envs_per_rank
         if saved.n_ranks == self.comm.size:
-            restored = saved.rank(self.comm.rank).restore(self.rng, self.venv, self.device)
-            self.rnn_state = saved.rank(self.comm.rank).rnn_state  # --rnn: the envs' states, with their games
-            ret = saved.rank(self.comm.rank).reward_ret
-            if self.reward_norm is not None and ret is not None:
-                self.reward_norm.ret[:] = ret.numpy()
-            return obs if restored is None else restored
+            mine = saved.rank(self.comm.rank)
+            restored = mine.restore(self.rng, self.venv, self.device)
+            self.restart_iterations = list(mine.restarts or [])
+            made = list(mine.env_made or [0] * k)
+            if restored is not None:  # the games go on: so do their recurrent states and running returns
+                self.venv.made = made
+                self.rnn_state = mine.rnn_state
+                if self.reward_norm is not None and mine.reward_ret is not None:
+                    self.reward_norm.ret[:] = mine.reward_ret.numpy()
+                return restored
+            return self.venv.renew(made)  # new games, with seeds of their own: from zeros, as every episode start
         self.log(f"ppo1: the checkpoint ran on {saved.n_ranks} ranks, this run on {self.comm.size} (same "
                  f"{self.n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
-        return obs
+        ranks = [saved.rank(r) for r in range(saved.n_ranks)]  # no seed of the earlier ranks' envs again:
+        self.restart_iterations = max((list(r.restarts or []) for r in ranks), key=len)  # past every place's count
+        return self.venv.renew([max(m for r in ranks for m in (r.env_made or [0]))] * k)
 
     def _open_logs(self, obs: np.ndarray) -> None:
         """The loop's collector, compiled forward (--compile), logs (rank 0: console, progress.csv,
@@ -287,10 +295,14 @@ class Trainer:
         """The rollout of T steps in each env. What an env does wrong (data ppo1 cannot train on, an exception of
         its own: its traceback into the run directory) is one PPO1Error naming the iteration, raised before
         anything of it is used: the newest checkpoint stays the last good one."""
+        iteration = self.state.iteration + 1
+        self.venv.allowed = self.config.env_restarts - len(self.recent_restarts(iteration))
         try:
             seg = self.collector.collect()
         except (EnvDataError, EnvCrash) as e:
-            where = f"training stopped in iteration {self.state.iteration + 1}: {e}"
+            where = f"training stopped in iteration {iteration}: {e}"
+            if isinstance(e, EnvCrash) and e.restartable and not e.ours and self.config.env_restarts:
+                where += f", one more than --env_restarts {self.config.env_restarts} allows {self.restart_span}"
             if isinstance(e, EnvCrash) and self.keep_trace(e.trace):
                 where += f" (traceback in {self.trace_path})"
             raise PPO1Error(f"{where}; nothing of this iteration was used, the newest checkpoint on disk is the "
@@ -298,12 +310,26 @@ class Trainer:
         restarts = self.venv.restarts
         for n in range(self.restarts_said, len(restarts)):  # an env made anew: a warning on the rank, its trace kept
             r = restarts[n]
+            self.restart_iterations.append(iteration)
             kept = f"; traceback in {self.trace_path}" if self.keep_trace(r.trace) else ""
-            say(f"ppo1: warning: rank {self.comm.rank}, iteration {self.state.iteration + 1}: env {r.index} raised "
-                f"{r.error}; made it anew ({n + 1} of --env_restarts {self.config.env_restarts}), its episode "
-                f"counted as cut{kept}")
+            say(f"ppo1: warning: rank {self.comm.rank}, iteration {iteration}: env {r.index} raised {r.error}; made "
+                f"it anew ({len(self.recent_restarts(iteration))} of --env_restarts {self.config.env_restarts} "
+                f"{self.restart_span}), its episode counted as cut{kept}")
         self.restarts_said = len(restarts)
+        self.restart_iterations = self.recent_restarts(iteration)  # with a window, only what still counts
         return seg
+
+    def recent_restarts(self, iteration: int) -> list[int]:
+        """The iterations of this rank's env restarts that count against --env_restarts in `iteration`: all of the
+        run's (resumes included), or those of the last --env_restart_window iterations."""
+        window = self.config.env_restart_window
+        return [i for i in self.restart_iterations if not window or i > iteration - window]
+
+    @property
+    def restart_span(self) -> str:
+        """Where --env_restarts counts, in words."""
+        window = self.config.env_restart_window
+        return (f"in {window} iterations" if window else "in the run") + f" on rank {self.comm.rank}"
 
     @property
     def trace_path(self) -> str:
@@ -370,27 +396,21 @@ class Trainer:
             self.snapshots.maybe_write(state.iteration, state.timesteps)
 
     def stop_reason(self, stop: StopRequest) -> str | None:
-        """Collective: why training stops after this iteration (a signal on any rank, more env restarts on a
-        rank than --env_restarts, --stop_after_iterations), or None to go on. A signal sets the exit code 128 +
-        its number, the restarts 2."""
+        """Collective: why training stops after this iteration (a signal on any rank, --stop_after_iterations), or
+        None to go on. A signal sets the exit code 128 + its number."""
         self.wd.phase = "stop request allgather"
         lost = self.lock is not None and not self.lock.intact()  # rank 0 holds the lock
-        gathered = self.comm.allgather((lost, stop.signum, len(self.venv.restarts)))  # one collective for all three
-        if any(lost for lost, _, _ in gathered):
+        gathered = self.comm.allgather((lost, stop.signum))  # one collective for both
+        if any(lost for lost, _ in gathered):
             err = PPO1Error(f"the run directory {self.config.run_dir} was removed or moved (its lock file with it) "
                             f"while training: stopped after iteration {self.state.iteration}, writing nothing more there, "
                             "so no second training shares it")
             err.all_ranks = True
             raise err
-        signum = stop.agreed([signum for _, signum, _ in gathered])
+        signum = stop.agreed([signum for _, signum in gathered])
         if signum:
             self.exit_code = 128 + signum
             return f"stopped by {signal.Signals(signum).name}" + (" (a hang-up)" if signum == signal.SIGHUP else "")
-        restarts = max(restarts for _, _, restarts in gathered)
-        if restarts > self.config.env_restarts:
-            self.exit_code = 2
-            return (f"an env raised {restarts} times on one rank, more than --env_restarts {self.config.env_restarts} "
-                    "allows: stopped")
         if self.stop_after and self.state.iteration - self.start_iteration >= self.stop_after:
             return f"stopped after {self.stop_after} iterations (--stop_after_iterations)"
         return None
@@ -416,7 +436,7 @@ class Trainer:
         self.wd.phase = "checkpoint gather"
         norm = self.reward_norm  # --norm_reward: its statistics (rank 0's = every rank's) and each rank's returns
         ranks = comm.gather(RankState.capture(self.rng, self.venv, self.device, None if norm is None else norm.ret,
-                                              self.collector.state).to_dict())
+                                              self.collector.state, self.restart_iterations).to_dict())
         problem = None
         if comm.is_root:
             snapshot = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()),
@@ -441,9 +461,6 @@ class Trainer:
             latest = os.path.join(cfg.run_dir, checkpoint.LATEST)
             if self.reason == "done":
                 self.log(f"ppo1: done: {state.timesteps} steps in {state.iteration} iterations; checkpoint {latest}")
-            elif self.exit_code == 2:  # the envs' restarts ran out: an error, with its checkpoint
-                say(f"ppo1: error: {self.reason} at iteration {state.iteration} ({state.timesteps} of {cfg.env_steps} "
-                    f"steps) with a checkpoint, {latest}; the tracebacks are in env-error-rank<r>.txt there")
             else:
                 self.log(f"ppo1: {self.reason} at iteration {state.iteration} ({state.timesteps} of "
                          f"{cfg.env_steps} steps); checkpoint {latest}; run the same command again to resume")

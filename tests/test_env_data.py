@@ -41,8 +41,8 @@ def test_with_no_restarts_an_env_that_raises_is_one_line_with_its_traceback_in_t
     assert r.returncode == 2 and "Traceback" not in r.stderr
     trace = tmp_path / "bad" / "env-error-rank0.txt"
     assert r.stderr.strip().splitlines() == [
-        "ppo1: error: training stopped in iteration 3: an env raised RuntimeError: the emulator lost its state "
-        f"(traceback in {trace}); nothing of this iteration was used, the newest checkpoint on disk is the last "
+        "ppo1: error: training stopped in iteration 3: env 0 raised RuntimeError: the emulator lost its state in its "
+        f"step (traceback in {trace}); nothing of this iteration was used, the newest checkpoint on disk is the last "
         "good one"]
     assert "Traceback" in trace.read_text() and 'raise RuntimeError("the emulator lost its state")' in trace.read_text()
     assert torch.load(tmp_path / "bad" / "latest.pt", weights_only=True)["iteration"] == 2

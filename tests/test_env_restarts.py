@@ -1,7 +1,8 @@
-"""An env whose engine dies mid-run (its step raises) is made anew: a warning on its rank, its traceback kept in
-the run directory, its episode counted as cut (bootstrapped, never a false terminal); past --env_restarts the run
-stops after that iteration with a checkpoint, exit 2 on every rank. tests/childenv.py's env talks to a child
-process that it kills at a given step, as an engine that crashed."""
+"""An env whose engine dies mid-run (its step raises) is made anew with a seed of its own: a warning on its rank,
+its traceback kept in the run directory, its episode counted as cut (bootstrapped from the value the rollout gave
+the observation, never a false terminal); --env_restarts N allows N on a rank, across resumes, and one more stops
+the run, exit 2. Only what the env raised is mended: an error of ppo1's own code around it stops the run.
+tests/childenv.py's env talks to a child process that it kills at a given step, as an engine that crashed."""
 import importlib
 import json
 import os
@@ -13,7 +14,10 @@ import torch
 
 from childenv import engines
 from conftest import run_cli
-from ppo1.envs import EnvOptions, make_vec_env
+from ppo1.envs import EnvCrash, EnvOptions, make_vec_env
+from ppo1.envs.base import env_seed
+from ppo1.policies import build
+from ppo1.rollout import Collector
 
 RUN = ["--env_name", "tests.childenv:make", "--timesteps_per_actorbatch", "16", "--optim_batchsize", "16",
        "--num_threads", "1"]
@@ -24,7 +28,7 @@ def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended():
     venv = make_vec_env("tests.childenv:make", 2, seed=0, rank=0,
                         options=EnvOptions(env_kwargs=json.dumps({"die_at": 3, "tag": "unit-restart"})))
     try:
-        venv.max_restarts = 1
+        venv.allowed = 1
         obs = venv.reset().copy()
         for _ in range(2):
             obs, rewards, dones, _ = venv.step(np.array([1, 1]))
@@ -32,9 +36,12 @@ def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended():
         dead = venv.envs[0].gym_env.unwrapped.engine
         new_obs, rewards, dones, episodes = venv.step(np.array([1, 1]))  # env 0's engine dies in this step
         assert dones.tolist() == [True, False] and rewards[0] == 0.0 and episodes == []
-        assert list(venv.cut) == [0] and np.array_equal(venv.cut[0], obs[0])  # bootstraps from its last observation
+        assert list(venv.cut) == [0] and np.array_equal(venv.cut[0], obs[0]) and venv.crashed == {0}
         assert new_obs[0].tolist() == [0.0, 0.0, 1.0]  # the new env's first observation
         assert [(r.index, r.error) for r in venv.restarts] == [(0, "RuntimeError: the engine exited unexpectedly")]
+        # the seed of the second env made in place 0, a function of (seed, rank, env, envs made there before)
+        assert venv.made == [1, 0] and venv.allowed == 0
+        assert venv.envs[0]._seed == int(env_seed(0, 0, 0, 1).generate_state(1)[0] % (2**31 - 1)) != venv.envs[1]._seed
         assert "Traceback" in venv.restarts[0].trace
         assert dead.poll() is not None and venv.envs[0].gym_env.unwrapped.engine is not dead and venv.envs[0].gym_env.unwrapped.engine.poll() is None
         venv.step(np.array([1, 1]))
@@ -44,13 +51,33 @@ def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended():
     assert engines("unit-restart") == []
 
 
-def test_with_env_restarts_0_the_first_exception_goes_on():
+def test_with_no_restart_left_the_env_crash_names_the_env_and_keeps_its_traceback():
     importlib.import_module("tests.childenv").started = 0
-    venv = make_vec_env("tests.childenv:make", 1, seed=0, rank=0, options=EnvOptions(env_kwargs='{"die_at": 1}'))
+    venv = make_vec_env("tests.childenv:make", 2, seed=0, rank=0, options=EnvOptions(env_kwargs='{"die_at": 1}'))
     try:
         venv.reset()
-        with pytest.raises(RuntimeError, match="the engine exited unexpectedly"):
-            venv.step(np.array([0]))
+        with pytest.raises(EnvCrash, match="^env 0 raised RuntimeError: the engine exited unexpectedly in its step$") as e:
+            venv.step(np.array([0, 0]))
+        assert not e.value.ours and e.value.restartable and "_ask" in e.value.trace
+    finally:
+        venv.close()
+
+
+@pytest.mark.parametrize("raised", [SystemExit(3), ValueError("bad")], ids=["system-exit", "value-error"])
+def test_what_the_env_raises_is_mended_and_what_ppo1s_own_code_raises_is_not(raised):
+    venv = make_vec_env("CartPole-v1", 2, seed=0, rank=0)
+    try:
+        venv.reset()
+        venv.allowed = 5
+        inner = venv.envs[1].gym_env  # the user's env raises in its step (an emulator's sys.exit: SystemExit)
+        inner.step = lambda action: (_ for _ in ()).throw(raised)
+        _, _, dones, _ = venv.step(np.array([0, 0]))
+        assert dones.tolist() == [False, True] and venv.crashed == {1} and venv.made == [0, 1]
+        venv.envs[0]._checked = lambda obs: obs.undefined  # ppo1's own code around the env raises: a bug
+        with pytest.raises(EnvCrash, match=r"^ppo1's own code raised AttributeError: .* in env 0's step \(a bug in "
+                                           r"ppo1, not in the env\)$") as e:
+            venv.step(np.array([0, 0]))
+        assert e.value.ours and venv.made == [0, 1] and venv.allowed == 4
     finally:
         venv.close()
 
@@ -63,25 +90,57 @@ def test_a_run_whose_engine_dies_goes_on_with_one_warning_and_the_traceback_kept
     assert r.returncode == 0, r.stderr
     assert r.stderr.strip().splitlines() == [
         "ppo1: warning: rank 0, iteration 2: env 0 raised RuntimeError: the engine exited unexpectedly; made it anew "
-        f"(1 of --env_restarts 5), its episode counted as cut; traceback in {trace}"]
+        f"(1 of --env_restarts 5 in the run on rank 0), its episode counted as cut; traceback in {trace}"]
     assert "Traceback" in trace.read_text() and "the engine exited unexpectedly" in trace.read_text()
     assert torch.load(tmp_path / "child" / "latest.pt", weights_only=True)["iteration"] == 3  # it trained on
     assert engines(tag) == []  # every engine, the dead one's successor included, ended with the run
 
 
-def test_past_env_restarts_every_rank_stops_after_the_iteration_with_a_checkpoint_and_exit_2(tmp_path):
-    # every env's engine dies at step 20 of its life: restarts in iterations 2 and 3 on each rank, the second
-    # over --env_restarts 1, so both ranks stop after iteration 3 with its checkpoint
-    r = run_cli([*RUN, "--envs_per_rank", "1", "--env_steps", "160", "--env_restarts", "1", "--save_interval", "100",
-                 "--checkpoint_dir", str(tmp_path), "--model_name", "child",
-                 "--env_kwargs", json.dumps({"die_at": 20, "dying": 99})], np_=2)
-    assert r.returncode == 2, (r.stdout, r.stderr)
-    lines = sorted(r.stderr.strip().splitlines())
+def test_the_restart_budget_and_the_envs_seeds_carry_across_a_resume_and_one_restart_too_many_stops(tmp_path):
+    # every env's engine dies at step 20 of its life (T 16): a restart in iteration 2 on each rank, which
+    # --env_restarts 1 allows; the run stops there and resumes with envs made anew (the next seed of their
+    # place), whose engines die in iteration 4: one restart more than the run allows, so every rank stops
+    common = [*RUN, "--envs_per_rank", "1", "--env_steps", "160", "--env_restarts", "1", "--save_interval", "1",
+              "--checkpoint_dir", str(tmp_path), "--model_name", "child",
+              "--env_kwargs", json.dumps({"die_at": 20, "dying": 99})]
+    r = run_cli([*common, "--stop_after_iterations", "2"], np_=2)
+    assert r.returncode == 0, (r.stdout, r.stderr)
+    assert sorted(line.split("; traceback")[0] for line in r.stderr.strip().splitlines()) == [
+        f"ppo1: warning: rank {rank}, iteration 2: env 0 raised RuntimeError: the engine exited unexpectedly; made it "
+        f"anew (1 of --env_restarts 1 in the run on rank {rank}), its episode counted as cut" for rank in (0, 1)]
     latest = tmp_path / "child" / "latest.pt"
-    assert lines[0] == (f"ppo1: error: an env raised 2 times on one rank, more than --env_restarts 1 allows: stopped "
-                        f"at iteration 3 (96 of 160 steps) with a checkpoint, {latest}; the tracebacks are in "
-                        "env-error-rank<r>.txt there")
-    assert [line.split(": env")[0] for line in lines[1:]] == [
-        f"ppo1: warning: rank {rank}, iteration {it}" for rank in (0, 1) for it in (2, 3)]
-    assert torch.load(latest, weights_only=True)["iteration"] == 3
-    assert "Traceback" not in r.stdout + r.stderr
+    ranks = torch.load(latest, weights_only=True)["ranks"]
+    assert [(st["restarts"], st["env_made"]) for st in ranks] == [([2], [1]), ([2], [1])]
+    r = run_cli(common, np_=2)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "resuming from" in r.stdout and "Traceback" not in r.stdout + r.stderr
+    error = [line for line in r.stderr.splitlines() if "error" in line]
+    assert error and error[0].startswith("ppo1: error on rank ") and error[0].endswith(
+        ": training stopped in iteration 4: env 0 raised RuntimeError: the engine exited unexpectedly in its step, one "
+        f"more than --env_restarts 1 allows in the run on rank {error[0].split()[4][:-1]} (traceback in "
+        f"{tmp_path / 'child'}/env-error-rank{error[0].split()[4][:-1]}.txt); nothing of this iteration was used, the "
+        "newest checkpoint on disk is the last good one")
+    saved = torch.load(latest, weights_only=True)
+    assert saved["iteration"] == 3 and [st["env_made"] for st in saved["ranks"]] == [[2], [2]]
+
+
+def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_it_had_before_it():
+    # env 0's engine dies in step 5: its cut observation is s_5, the one that step acted on, so its bootstrap
+    # is V(s_5 | h_5), the rollout's own value, not V(s_5 | h_6) of the state that has already seen s_5
+    importlib.import_module("tests.childenv").started = 0
+    torch.manual_seed(0)
+    venv = make_vec_env("tests.childenv:make", 2, seed=0, rank=0, options=EnvOptions(env_kwargs='{"die_at": 6}'))
+    try:
+        venv.allowed = 1
+        policy = build("mlp", venv.action_space, venv.obs.shape[1:], rnn="lstm", rnn_size=8)
+        seg = Collector(venv, policy, 8, venv.reset(), seq_len=8).collect()
+        assert seg.dones[:, 0].tolist() == [False] * 5 + [True, False, False] and seg.rewards[5, 0] == 0.0
+        assert seg.cut_values[5, 0] == seg.values[5, 0] != 0.0
+        assert not seg.cut_values[:5].any() and not seg.cut_values[6:].any() and not seg.cut_values[:, 1].any()
+        with torch.no_grad():  # what the value of the state after s_5 would have been: another number
+            state = policy.initial_state(1)
+            for t in range(6):
+                _, _, state = policy.step(torch.from_numpy(seg.obs[t, :1]), state)
+            assert policy.step(torch.from_numpy(seg.obs[5, :1]), state)[1].item() != pytest.approx(seg.values[5, 0])
+    finally:
+        venv.close()

@@ -177,3 +177,32 @@ def test_failed_checkpoint_write_warns_keeps_the_previous_and_fails_at_the_end(t
     assert r.returncode == 2 and "checkpoint at iteration 6 not written" in r.stderr
     assert (tmp_path / "d" / "latest.pt").read_bytes() == before
     assert not [n for n in os.listdir(tmp_path / "d") if ".tmp" in n]
+
+
+@pytest.mark.parametrize("env", [dict(env_name="CartPole-v1"),
+                                 dict(env_name="tests.pixelenv:make_env", frame_stack=1, model_type="small")],
+                         ids=["vector", "pixels"])
+def test_a_resume_without_its_games_starts_each_env_from_zeros_with_new_seeds(tmp_path, env):
+    # vector and pixels envs cannot be snapshotted: a resume makes them anew with the next seed of their place,
+    # so their first episodes start from a zero recurrent state and a zero running return, not from the
+    # mid-game memory of the episodes the checkpoint left
+    from ppo1.config import Config
+    from ppo1.distributed import Comm
+    from ppo1.envs.base import env_seed
+    from ppo1.train import Trainer, train
+    cfg = Config.for_preset("fast" if "model_type" in env else "ppo_lstm", **env, rnn="gru", rnn_size=16,
+                            norm_reward=True, envs_per_rank=2, timesteps_per_actorbatch=16, optim_batchsize=16,
+                            optim_epochs=1, env_steps=64, num_threads=1, checkpoint_dir=str(tmp_path), model_name="r")
+    assert train(cfg, Comm(), log=lambda *a: None, stop_after=1)["iteration"] == 1
+    ranks = latest(tmp_path / "r")["ranks"]
+    assert ranks[0]["envs"] is None and ranks[0]["rnn_state"].abs().sum() > 0
+    assert ranks[0]["reward_ret"].abs().sum() > 0 or "model_type" in env  # (the pixel game pays at its goal only)
+    trainer = Trainer(cfg, Comm(), log=lambda *a: None)
+    trainer.resume(*trainer.setup())
+    try:
+        assert not trainer.collector.state.any() and not trainer.reward_norm.ret.any()
+        assert trainer.venv.made == [1, 1]  # the second env made in each place, with its own seed
+        assert [e._seed for e in trainer.venv.envs] == [
+            int(env_seed(cfg.seed, 0, i, 1).generate_state(1)[0] % (2**31 - 1)) for i in range(2)]
+    finally:
+        trainer.finish()

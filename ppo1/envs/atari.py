@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error
-from ppo1.envs.base import Episode, VecEnv, env_seed, env_spec, load_gymnasium
+from ppo1.envs.base import Episode, VecEnv, env_call, env_seed, env_spec, load_gymnasium
 from ppo1.envs.family import Family
 from ppo1.envs.procgen import is_procgen
 
@@ -132,6 +132,18 @@ class AtariEnv:
     # ---------------------------------------------------------------- API
     def reset(self) -> np.ndarray:
         """Start a new real game. Returns obs (4, 84, 84) uint8, the first frame repeated."""
+        over = env_call(self._new_game)
+        if not (self.has_fire and not over):
+            # no agent-sized step ran: the first frame is the last screen (baselines' NoopReset)
+            self.ale.getScreenGrayscale(self._raw[0])
+            self._raw[1] = self._raw[0]
+        # else FIRE's 4-frame steps left the last two screens in _raw: their max, as baselines' FireReset
+        self.stack[:] = self._frame()
+        self.lives = self.ale.lives()
+        return self.stack
+
+    def _new_game(self) -> bool:
+        """The emulator's part of reset: a new game, its random no-ops and FIRE. Returns whether it is over."""
         for _attempt in range(10):
             self.ale.reset_game()
             self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
@@ -144,14 +156,7 @@ class AtariEnv:
                 over = self._internal_step(1) or self._internal_step(2)
             if not over:
                 break
-        if not (self.has_fire and not over):
-            # no agent-sized step ran: the first frame is the last screen (baselines' NoopReset)
-            self.ale.getScreenGrayscale(self._raw[0])
-            self._raw[1] = self._raw[0]
-        # else FIRE's 4-frame steps left the last two screens in _raw: their max, as baselines' FireReset
-        self.stack[:] = self._frame()
-        self.lives = self.ale.lives()
-        return self.stack
+        return over
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, Episode | None]:
         """Take one agent step.
@@ -161,7 +166,7 @@ class AtariEnv:
         finished real game or None. When done, `obs` is already the first observation of what
         follows (auto-reset). As in baselines, a game cut by the 108,000-frame limit counts as done.
         """
-        reward, over = self._skip(action)
+        reward, over = env_call(self._skip, action)  # the emulator's 4 frames
         self.ep_return += reward
         self.ep_length += 1
         lives = self.ale.lives()
@@ -173,7 +178,7 @@ class AtariEnv:
                               bool(self.ale.game_truncated()))
             obs = self.reset()
         elif life_lost:  # a new agent episode: the stack starts afresh from its first frame (CleanRL's
-            self._start()  # FrameStack refills it at the reset that follows a lost life)
+            env_call(self._start)  # FrameStack refills it at the reset that follows a lost life)
             self.stack[:] = self._frame()
             obs = self.stack
         else:
@@ -236,8 +241,8 @@ class VecAtari(VecEnv):
 
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, episode_life: bool = True,
                  stack: int = FRAME_STACK):
-        def make(i: int, restart: int = 0) -> AtariEnv:
-            return AtariEnv(env_id, env_seed(seed, rank, i, restart), episode_life=episode_life, stack=stack)
+        def make(i: int, made: int = 0) -> AtariEnv:
+            return AtariEnv(env_id, env_seed(seed, rank, i, made), episode_life=episode_life, stack=stack)
         super().__init__([make(i) for i in range(num_envs)], np.uint8, remake=make)
 
 

@@ -34,10 +34,11 @@ def env_spec(env_id: str):
                         "registers EnvId on import) or package.module:make_env (a factory)") from None
 
 
-def env_seed(seed: int, rank: int, index: int, restart: int = 0) -> np.random.SeedSequence:
-    """A distinct seed sequence for env `index` of rank `rank` of a run seeded with `seed` (and for the env
-    made in its place at the rank's `restart`-th restart, VecEnv.restart)."""
-    return np.random.SeedSequence([seed, rank, index, *([restart] if restart else [])])
+def env_seed(seed: int, rank: int, index: int, made: int = 0) -> np.random.SeedSequence:
+    """A distinct seed sequence for env `index` of rank `rank` of a run seeded with `seed`, when `made` envs were
+    made in its place before (by restarts, VecEnv.restart, and resumes without its game, VecEnv.renew): every
+    env of a run gets a seed of its own, the same whether or not the run was stopped and resumed."""
+    return np.random.SeedSequence([seed, rank, index, *([made] if made else [])])
 
 
 class EnvDataError(PPO1Error):
@@ -45,13 +46,44 @@ class EnvDataError(PPO1Error):
     another shape or dtype than its space declares (its bounds are not checked: many envs exceed them)."""
 
 
-class EnvCrash(PPO1Error):
-    """An env's step raised an exception of its own: `trace` holds its traceback."""
+def first_line(error: BaseException) -> str:
+    """`error` in one line: its type and the first line of its message (at most 300 characters)."""
+    first = (str(error).strip().splitlines() or [""])[0][:300]
+    return type(error).__name__ + (f": {first}" if first else "")
+
+
+class EnvRaised(Exception):
+    """What the user's env raised in its step or reset (its engine or emulator included), SystemExit too:
+    `error`, the original exception, with `trace`, its traceback. Only this is mended by a restart."""
 
     def __init__(self, error: BaseException, trace: str):
-        first = (str(error).strip().splitlines() or [""])[0][:300]
-        super().__init__(f"an env raised {type(error).__name__}" + (f": {first}" if first else ""))
-        self.trace = trace
+        super().__init__(first_line(error))
+        self.error, self.trace = error, trace
+
+
+def env_call(fn, *args):
+    """fn(*args), a call into the user's env (its step or reset, an engine's): what it raises comes out as
+    EnvRaised, so that an exception of ppo1's own code around it is never taken for an env crash."""
+    try:
+        return fn(*args)
+    except (KeyboardInterrupt, GeneratorExit, PPO1Error):  # PPO1Error: ppo1's own words (a wrapper's check)
+        raise
+    except BaseException as e:  # SystemExit too: an emulator that exits is an env crash
+        raise EnvRaised(e, traceback.format_exc()) from None
+
+
+class EnvCrash(PPO1Error):
+    """Training cannot go on with an env: it raised (`ours` False: its step or reset, past --env_restarts or
+    with restarts off) or ppo1's own code around it did (`ours` True: a bug in ppo1, not mended by restarts).
+    `trace` holds the traceback; `restartable`: the env's family makes crashed envs anew (VecEnv.remake)."""
+
+    def __init__(self, error: BaseException, trace: str, index: int | None = None, call: str = "step",
+                 ours: bool = False, why: str = "", restartable: bool = False):
+        env = "an env" if index is None else f"env {index}"
+        what = (f"ppo1's own code raised {first_line(error)} in {env}'s {call} (a bug in ppo1, not in the env)"
+                if ours else f"{env} raised {first_line(error)} in its {call}")
+        super().__init__(what + why)
+        self.trace, self.ours, self.restartable = trace, ours, restartable
 
 
 def checked_reward(env_name: str, reward) -> float:
@@ -104,9 +136,9 @@ class VecEnv:
     family = None  # the Family (ppo1.envs.family) of its envs; set by each family
 
     def __init__(self, envs: list, obs_dtype, remake=None):
-        """remake(index, n): a new env in place of env `index` after the n-th restart (its own seed), or None
-        when the envs cannot be made again. An env whose step raises is made anew while `restarts` holds at
-        most `max_restarts` entries (the trainer sets it from --env_restarts; 0: the exception goes on)."""
+        """remake(index, n): a new env in place of env `index` when n envs were made there before (its own seed,
+        env_seed), or None when the envs cannot be made again. An env whose step raises (EnvRaised) is made
+        anew while `allowed` > 0 (the trainer sets it before each rollout from --env_restarts; 0: the run stops)."""
         self.envs = envs
         self.num_envs = len(envs)
         self.num_actions = envs[0].num_actions
@@ -115,57 +147,88 @@ class VecEnv:
         self.stacked = getattr(envs[0], "stacked", None)  # the images are stacks of one-channel frames (the policy's frame mean)
         self.obs = np.zeros((self.num_envs, *envs[0].obs_shape), obs_dtype)
         self.cut: dict[int, np.ndarray] = {}
-        self.remake, self.max_restarts = remake, 0
-        self.restarts: list[Restart] = []  # every restart so far, oldest first
+        self.remake, self.allowed = remake, 0
+        self.restarts: list[Restart] = []  # every restart of this process so far, oldest first
+        self.made = [0] * self.num_envs  # envs made before the current one in each place (restarts, resumes)
+        self.crashed: set[int] = set()  # the envs the last step made anew (their entries of `cut`)
 
     def reset(self) -> np.ndarray:
-        """Reset all envs. Returns obs (k, *obs_shape) (a buffer reused across calls)."""
+        """Reset all envs. Returns obs (k, *obs_shape) (a buffer reused across calls). EnvCrash where an env's
+        reset raises."""
         for i, env in enumerate(self.envs):
-            self.obs[i] = env.reset()
+            self.obs[i] = self._reset(i)
         return self.obs
+
+    def _reset(self, i: int) -> np.ndarray:
+        try:
+            return self.envs[i].reset()
+        except EnvRaised as e:
+            raise EnvCrash(e.error, e.trace, i, "reset") from None
 
     def step(self, actions: np.ndarray):
         """Step every env with actions (k, ...). Returns (obs (k, *obs_shape), rewards (k,) float32,
         dones (k,) bool, finished episodes [Episode]). `cut` is then {env index: the last observation}
         of the episodes this step cut by a time limit (envs with `cut_obs`; Atari's 108,000-frame cut
-        stays terminal, as in baselines), or by the restart of an env whose step raised (see restart)."""
+        stays terminal, as in baselines), or by the restart of an env whose step raised (see restart; those
+        envs are in `crashed`). EnvCrash where an env raised and is not made anew, or ppo1's code around it did."""
         k = self.num_envs
         rewards = np.zeros(k, np.float32)
         dones = np.zeros(k, bool)
         episodes = []
-        self.cut = {}
+        self.cut, self.crashed = {}, set()
         for i, env in enumerate(self.envs):
             try:
                 self.obs[i], rewards[i], dones[i], ep = env.step(actions[i])
             except PPO1Error:  # what ppo1 says of the env's data: no restart mends it
                 raise
-            except Exception as e:
-                if self.remake is None or not self.max_restarts or len(self.restarts) > self.max_restarts:
-                    raise
+            except EnvRaised as e:  # the env's own exception: made anew while the budget allows
+                if self.remake is None or self.allowed <= 0:
+                    raise EnvCrash(e.error, e.trace, i, restartable=self.remake is not None) from None
                 self.cut[i] = self.obs[i].copy()
+                self.crashed.add(i)
                 self.obs[i] = self.restart(i, e)
                 dones[i] = True
                 continue
+            except Exception as e:  # ppo1's own code around the env (preprocessing, actions): a bug, never mended
+                raise EnvCrash(e, traceback.format_exc(), i, ours=True) from None
             if ep is not None:
                 episodes.append(ep)
             if getattr(env, "cut_obs", None) is not None:
                 self.cut[i] = env.cut_obs
         return self.obs, rewards, dones, episodes
 
-    def restart(self, i: int, error: Exception) -> np.ndarray:
-        """Env i raised `error` in its step (an engine that died, an emulator that exited): close what is left
-        of it and make it anew (remake). Its episode counts as cut by a time limit, never as a terminal: the
-        step has reward 0 and bootstraps from the value of the last observation it gave. Returns the new
-        env's first observation. An exception while remaking goes on (chained to `error`)."""
-        line = (str(error).strip().splitlines() or [""])[0][:300]
-        self.restarts.append(Restart(i, f"{type(error).__name__}" + (f": {line}" if line else ""),
-                                     traceback.format_exc()))
+    def restart(self, i: int, raised: EnvRaised) -> np.ndarray:
+        """Env i raised in its step (an engine that died, an emulator that exited): close what is left of it and
+        make it anew (remake, with the seed of the next env made there). Its episode counts as cut by a time
+        limit, never as a terminal: the step has reward 0 and bootstraps from the value the rollout gave the
+        observation the step acted on. Returns the new env's first observation. EnvCrash where the new env
+        cannot be made or reset."""
+        self.allowed -= 1
+        self.restarts.append(Restart(i, str(raised), raised.trace))
         try:
             self.envs[i].close()
         except Exception:  # an env whose engine died often fails to close: what is left of it goes with it
             pass
-        self.envs[i] = self.remake(i, len(self.restarts))
-        return self.envs[i].reset()
+        return self._make(i, "made anew after it raised " + str(raised))
+
+    def _make(self, i: int, why: str) -> np.ndarray:
+        """Make env i anew (the next seed of its place) and reset it. Returns its first observation."""
+        self.made[i] += 1
+        try:
+            self.envs[i] = env_call(self.remake, i, self.made[i])
+        except EnvRaised as e:
+            raise EnvCrash(e.error, e.trace, i, "making", why=f" ({why})") from None
+        return self._reset(i)
+
+    def renew(self, made: list[int]) -> np.ndarray:
+        """A resume whose games were not restored: every env made anew with the seed of the next env of its
+        place (`made`: how many were made there before, from the checkpoint), so that no resume replays the
+        episodes (levels, seeds) the run began with. Returns the observations (k, *obs_shape)."""
+        for i in range(self.num_envs):
+            self.envs[i].close()
+            self.made[i] = made[i]
+            self.obs[i] = self._make(i, "made anew for the resumed run")
+        return self.obs
 
     def get_state(self) -> list[dict] | None:
         """Every env's state, or None when the envs cannot be snapshotted (GymEnv)."""
@@ -185,11 +248,11 @@ class VecEnv:
 
 def seeded_vec(vec_cls, make_one, num_envs: int, seed: int, rank: int):
     """vec_cls(envs, remake) of num_envs envs make_one(seed sequence), env i with env_seed(seed, rank, i), each
-    made with the stop signals blocked (ppo1.envs.children.shielded); remake(i, n) makes env i anew at the n-th
-    restart (VecEnv.restart). The envs already made are closed when one cannot be."""
-    def make(i: int, restart: int = 0):
+    made with the stop signals blocked (ppo1.envs.children.shielded); remake(i, n) makes env i anew when n envs
+    were made in its place before (VecEnv.restart, VecEnv.renew). The envs already made are closed when one cannot be."""
+    def make(i: int, made: int = 0):
         with shielded():  # a restart's engine, like the first, hears no stop signal but from this process
-            return make_one(env_seed(seed, rank, i, restart))
+            return make_one(env_seed(seed, rank, i, made))
     envs: list = []
     try:
         for i in range(num_envs):

@@ -31,7 +31,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, time_limit
+from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, env_call, time_limit
 from ppo1.envs.family import Family
 from ppo1.envref import EnvRef
 
@@ -256,15 +256,15 @@ class PixelEnv:
 
     def reset(self) -> np.ndarray:
         """Start a new (seeded) episode. Returns obs (stack x C, N, N) uint8, the first frame repeated."""
-        obs, _ = self.gym_env.reset(seed=self._seed)
+        obs, _ = env_call(lambda: self.gym_env.reset(seed=self._seed))
         self.action_space.seed(self._seed)
         return self._start(obs)
 
     def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
         """(obs, reward, done, episode) as AtariEnv.step: reward is the sum over the repeated frames;
         after done, obs starts the next episode."""
-        obs, reward, terminated, truncated = repeat_action(self.gym_env, env_action(self.action_space, action),
-                                                            self.frames.skip)
+        a = env_action(self.action_space, action)
+        obs, reward, terminated, truncated = env_call(repeat_action, self.gym_env, a, self.frames.skip)
         reward = checked_reward(self.env_id, reward)
         image = self._take(obs)
         self.ep_return += reward
@@ -278,7 +278,7 @@ class PixelEnv:
             return self.obs, reward, False, None
         episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
                           bool(truncated and not terminated))
-        obs, _ = self.gym_env.reset()
+        obs, _ = env_call(self.gym_env.reset)
         return self._start(obs), reward, True, episode
 
     def get_state(self) -> None:

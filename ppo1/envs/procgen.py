@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from ppo1 import PPO1Error
-from ppo1.envs.base import Episode, VecEnv, env_seed, load_gymnasium
+from ppo1.envs.base import Episode, VecEnv, env_call, env_seed, load_gymnasium
 from ppo1.envs.family import Family
 
 PROCGEN_PREFIX = "procgen:"
@@ -106,14 +106,14 @@ class ProcgenEnv:
 
     def reset(self) -> np.ndarray:
         """Start a new level. Returns obs (3, 64, 64) uint8."""
-        obs, info = self.gym_env.reset(seed=self._seed)
+        obs, info = env_call(lambda: self.gym_env.reset(seed=self._seed))
         self.level_seed = int(info.get("level_seed", -1))  # the level being played (its seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return self._obs(obs)
 
     def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
         """(obs, reward, done, episode) as AtariEnv.step; after done, obs starts the next level."""
-        obs, reward, terminated, truncated, info = self.gym_env.step(int(action))
+        obs, reward, terminated, truncated, info = env_call(self.gym_env.step, int(action))
         self.ep_return += float(reward)
         self.ep_length += 1
         episode = None
@@ -140,8 +140,8 @@ class VecProcgen(VecEnv):
     """k ProcgenEnvs of one rank: obs (k, 3, 64, 64) uint8."""
 
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None):
-        def make(i: int, restart: int = 0) -> ProcgenEnv:
-            return ProcgenEnv(env_id, env_seed(seed, rank, i, restart), levels)
+        def make(i: int, made: int = 0) -> ProcgenEnv:
+            return ProcgenEnv(env_id, env_seed(seed, rank, i, made), levels)
         super().__init__([make(i) for i in range(num_envs)], np.uint8, remake=make)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, load_gymnasium, offscreen, time_limit
+from ppo1.envs.base import Episode, VecEnv, checked_obs, env_call, checked_reward, load_gymnasium, offscreen, time_limit
 from ppo1.envs.family import Family
 
 
@@ -61,7 +61,7 @@ class GymEnv:
 
     def reset(self) -> np.ndarray:
         """Start a new (seeded) episode. Returns obs (D,) float32."""
-        obs, _ = self.gym_env.reset(seed=self._seed)
+        obs, _ = env_call(lambda: self.gym_env.reset(seed=self._seed))
         self.action_space.seed(self._seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return self._checked(obs)
@@ -74,7 +74,7 @@ class GymEnv:
         """(obs, reward, done, episode) as AtariEnv.step; after done, obs starts the next episode."""
         a = np.clip(action, self.action_space.low, self.action_space.high) if self._box else env_action(
             self.action_space, action)
-        obs, reward, terminated, truncated, _ = self.gym_env.step(a)
+        obs, reward, terminated, truncated, _ = env_call(self.gym_env.step, a)
         reward = checked_reward(self.env_id, reward)
         obs = self._checked(obs)
         self.ep_return += reward
@@ -85,7 +85,7 @@ class GymEnv:
         if terminated or truncated:
             episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
                               bool(truncated and not terminated))
-            obs = self._checked(self.gym_env.reset()[0])
+            obs = self._checked(env_call(self.gym_env.reset)[0])
             self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return obs, reward, episode is not None, episode
 
