@@ -141,7 +141,6 @@ def test_recurrent_flags_are_checked_and_chosen_by_the_env():
     with pytest.raises(PPO1Error, match="--rnn='rnn' is invalid"):
         Config.for_preset("paper", rnn="rnn")
     assert Config.for_preset(rnn="lstm").seq_len() == 32 and Config.for_preset(rnn="lstm", bptt_len=16).seq_len() == 16
-    assert Config.for_preset(rnn="lstm", timesteps_per_actorbatch=100).seq_len() == 25
     # Atari takes --frame_stack with --rnn only; vector envs with --rnn default to ppo_lstm (8 actors, T 32)
     assert Config.for_preset(rnn="lstm", frame_stack=1).frame_stack == 1
     with pytest.raises(PPO1Error, match="with --rnn lstm or gru it takes --frame_stack"):
@@ -149,6 +148,24 @@ def test_recurrent_flags_are_checked_and_chosen_by_the_env():
     cfg = Config.for_preset(n_ranks=2, env_name="CartPole-v1", rnn="lstm")
     assert (cfg.preset, cfg.envs_per_rank, cfg.timesteps_per_actorbatch, cfg.seq_len()) == ("ppo_lstm", 4, 32, 32)
     assert Config.for_preset(env_name="CartPole-v1").preset == "mujoco"
+
+
+@pytest.mark.parametrize("horizon, chunk", [(128, 32), (100, 25), (72, 24), (20, 20), (126, 21)])
+def test_the_automatic_bptt_len_is_the_largest_divisor_of_T_from_8_to_32_or_T_up_to_32(horizon, chunk):
+    assert Config.for_preset(rnn="lstm", timesteps_per_actorbatch=horizon, optim_batchsize=4).seq_len() == chunk
+
+
+@pytest.mark.parametrize("horizon, divisors, near", [(127, "1, 127", "126 or 128"), (74, "1, 2, 37, 74", "72 or 75"),
+                                                     (131, "1, 131", "130 or 132")])
+def test_rnn_refuses_a_T_without_a_divisor_from_8_to_32_in_a_line_naming_bptt_len(horizon, divisors, near):
+    with pytest.raises(PPO1Error) as e:  # the automatic length would be 1 or 2 steps: no backprop through time
+        Config.for_preset(rnn="gru", timesteps_per_actorbatch=horizon, optim_batchsize=4)
+    assert str(e.value) == (f"--timesteps_per_actorbatch={horizon} has no divisor from 8 to 32 for --rnn's chunks: "
+                            f"give --bptt_len, one of its divisors ({divisors}), or a --timesteps_per_actorbatch "
+                            f"with one, such as {near}")
+    # the user's own --bptt_len, however short, stands; a run without --rnn has no chunks
+    assert Config.for_preset(rnn="gru", timesteps_per_actorbatch=horizon, optim_batchsize=4, bptt_len=1).seq_len() == 1
+    assert Config.for_preset(timesteps_per_actorbatch=horizon, optim_batchsize=4).seq_len() == 1
 
 
 def test_a_recurrent_atari_run_records_videos_and_plays_and_films_through_the_api(tmp_path):
