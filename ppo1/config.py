@@ -121,8 +121,8 @@ class Config:
         "(partial observability: what happened long ago matters), usually with --frame_stack 1")
     rnn_size: int = setting(256, "units of the --rnn core")
     bptt_len: int = setting(0,
-        "--rnn: the update replays each env's steps in chunks of this many (backprop through time within one); "
-        "it must divide --timesteps_per_actorbatch; 0 = its largest divisor from 8 to 32 (T <= 32: T)")
+        "--rnn: the update replays each env's steps in chunks of this many (backprop through time within one), in as "
+        "many minibatches as without --rnn; it divides T; 0 = T's largest divisor from 8 to 32 (T <= 32: T)")
     model_name: str = setting("model-ppo1-defaults",
         "name of the run: its files live in checkpoint_dir/model_name/")
     checkpoint_dir: str = setting("checkpoints", "directory holding one sub-directory per run")
@@ -247,6 +247,23 @@ class Config:
         if self.rnn == "none":
             return 1
         return self.bptt_len or auto_bptt(self.timesteps_per_actorbatch)
+
+    def rnn_update_line(self) -> str:
+        """--rnn: the update's realised minibatches per rank and epoch (rnn_minibatches), beside a feed-forward
+        run's at the same flags: one line for the start of a run (rank 0)."""
+        horizon, length = self.timesteps_per_actorbatch, self.seq_len()
+        samples, size = horizon * self.envs_per_rank, self.optim_batchsize * self.envs_per_rank
+        chunks, feed_forward = samples // length, samples // size
+        per, count = rnn_minibatches(samples, size, length)
+        line = (f"ppo1: --rnn {self.rnn}: chunks of {length} steps{'' if self.bptt_len else ' (automatic)'}; "
+                f"each epoch {count} minibatch{'es' * (count != 1)} of {per} chunk{'s' * (per != 1)} x {length} "
+                f"steps = {per * length} samples per rank")
+        if count < feed_forward:  # the rank's steps hold fewer chunks than a feed-forward run takes minibatches
+            fits = max(d for d in range(1, length) if horizon % d == 0 and samples // d >= feed_forward)
+            return (line + f", fewer than the {feed_forward} of {size} samples without --rnn: the rank's {samples} "
+                    f"steps hold {chunks} chunks (--bptt_len {fits} or more --envs_per_rank give as many)")
+        line += ", as many as without --rnn"
+        return line + (f" (each epoch leaves out {chunks % count} of the {chunks} chunks)" if chunks % count else "")
 
     def ent_coef_at(self, alpha: float) -> float:
         """The entropy coefficient c2 at annealing factor alpha."""
@@ -474,6 +491,16 @@ def auto_bptt(horizon: int) -> int:
     if horizon <= AUTO_BPTT:
         return horizon
     return max((d for d in range(MIN_AUTO_BPTT, AUTO_BPTT + 1) if horizon % d == 0), default=0)
+
+
+def rnn_minibatches(samples: int, size: int, seq_len: int) -> tuple[int, int]:
+    """--rnn: (chunks per minibatch, minibatches per epoch) for a rank's `samples` (T x k) in chunks of
+    `seq_len` steps and minibatches of `size` samples (size <= samples). The count is the feed-forward run's,
+    samples // size, so --rnn takes as many Adam steps at the same flags, at most one per chunk; each
+    minibatch holds chunks // count whole chunks, and the chunks % count left over sit the epoch out."""
+    chunks = samples // seq_len
+    count = min(samples // size, chunks)
+    return chunks // count, count
 
 
 def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
