@@ -18,7 +18,8 @@ INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
 PRECISIONS = ("fp32", "bf16", "auto")
 RNN_CHOICES = ("none", "lstm", "gru")
-AUTO_BPTT = 32  # --bptt_len 0: the largest divisor of T up to this
+AUTO_BPTT = 32  # --bptt_len 0: the largest divisor of T up to this (T itself when T <= AUTO_BPTT) ...
+MIN_AUTO_BPTT = 8  # ... and from this: shorter chunks cut backprop through time short, so only on request
 FRAME_NORMS = ("scale", "center")
 REWARD_CLIPS = ("auto", "sign", "none")
 DISTRIBUTION_MODES = ("easy", "hard", "extreme", "memory", "exploration")  # Procgen's
@@ -120,10 +121,8 @@ class Config:
         "(partial observability: what happened long ago matters), usually with --frame_stack 1")
     rnn_size: int = setting(256, "units of the --rnn core")
     bptt_len: int = setting(0,
-        "--rnn: the update replays each env's steps in chunks of this many, from the state saved at each "
-        "chunk's start (gradients flow back within a chunk); it must divide --timesteps_per_actorbatch; 0 = "
-        "the largest divisor of it up to 32. A minibatch holds whole chunks: --optim_batchsize x envs per rank "
-        "rounded down to a multiple of it (at least one chunk)")
+        "--rnn: the update replays each env's steps in chunks of this many (backprop through time within one), in as "
+        "many minibatches as without --rnn; it divides T; 0 = T's largest divisor from 8 to 32 (T <= 32: T)")
     model_name: str = setting("model-ppo1-defaults",
         "name of the run: its files live in checkpoint_dir/model_name/")
     checkpoint_dir: str = setting("checkpoints", "directory holding one sub-directory per run")
@@ -244,10 +243,28 @@ class Config:
         return self.clip_reward == "sign" or (self.clip_reward == "auto" and family.sign_rewards)
 
     def seq_len(self) -> int:
-        """The steps of a chunk the update replays with --rnn (--bptt_len, or the largest divisor of T up
-        to AUTO_BPTT)."""
-        horizon = self.timesteps_per_actorbatch
-        return self.bptt_len or max(d for d in range(1, min(horizon, AUTO_BPTT) + 1) if horizon % d == 0)
+        """The steps of a chunk the update replays with --rnn: --bptt_len, or auto_bptt(T) (validate refuses
+        --rnn where there is none); 1 without --rnn (no chunks)."""
+        if self.rnn == "none":
+            return 1
+        return self.bptt_len or auto_bptt(self.timesteps_per_actorbatch)
+
+    def rnn_update_line(self) -> str:
+        """--rnn: the update's realised minibatches per rank and epoch (rnn_minibatches), beside a feed-forward
+        run's at the same flags: one line for the start of a run (rank 0)."""
+        horizon, length = self.timesteps_per_actorbatch, self.seq_len()
+        samples, size = horizon * self.envs_per_rank, self.optim_batchsize * self.envs_per_rank
+        chunks, feed_forward = samples // length, samples // size
+        per, count = rnn_minibatches(samples, size, length)
+        line = (f"ppo1: --rnn {self.rnn}: chunks of {length} steps{'' if self.bptt_len else ' (automatic)'}; "
+                f"each epoch {count} minibatch{'es' * (count != 1)} of {per} chunk{'s' * (per != 1)} x {length} "
+                f"steps = {per * length} samples per rank")
+        if count < feed_forward:  # the rank's steps hold fewer chunks than a feed-forward run takes minibatches
+            fits = max(d for d in range(1, length) if horizon % d == 0 and samples // d >= feed_forward)
+            return (line + f", fewer than the {feed_forward} of {size} samples without --rnn: the rank's {samples} "
+                    f"steps hold {chunks} chunks (--bptt_len {fits} or more --envs_per_rank give as many)")
+        line += ", as many as without --rnn"
+        return line + (f" (each epoch leaves out {chunks % count} of the {chunks} chunks)" if chunks % count else "")
 
     def ent_coef_at(self, alpha: float) -> float:
         """The entropy coefficient c2 at annealing factor alpha."""
@@ -322,7 +339,16 @@ class Config:
             bad("bptt_len", "a whole number >= 0 (0 = automatic)")
         if self.bptt_len and self.timesteps_per_actorbatch % self.bptt_len:
             raise PPO1Error(f"--bptt_len={self.bptt_len} is invalid: must divide --timesteps_per_actorbatch="
-                            f"{self.timesteps_per_actorbatch} (or 0: the largest divisor up to {AUTO_BPTT})")
+                            f"{self.timesteps_per_actorbatch} (or 0: its largest divisor from {MIN_AUTO_BPTT} to "
+                            f"{AUTO_BPTT})")
+        if self.rnn != "none" and not self.bptt_len and not auto_bptt(self.timesteps_per_actorbatch):
+            horizon = self.timesteps_per_actorbatch
+            divisors = ", ".join(str(d) for d in range(1, horizon + 1) if horizon % d == 0)
+            lower = next(t for t in range(horizon - 1, 0, -1) if auto_bptt(t))  # a multiple of 8 is at most 7 away
+            upper = next(t for t in range(horizon + 1, horizon + MIN_AUTO_BPTT + 1) if auto_bptt(t))
+            raise PPO1Error(f"--timesteps_per_actorbatch={horizon} has no divisor from {MIN_AUTO_BPTT} to "
+                            f"{AUTO_BPTT} for --rnn's chunks: give --bptt_len, one of its divisors ({divisors}), "
+                            f"or a --timesteps_per_actorbatch with one, such as {lower} or {upper}")
         if finite("max_grad_norm") < 0.0:
             bad("max_grad_norm", ">= 0 (0 = off)")
         if finite("target_kl") < 0.0:
@@ -460,6 +486,24 @@ class Config:
         if not isinstance(data, dict):
             raise PPO1Error("config.json does not hold a JSON object")
         return cls.from_dict(data)
+
+
+def auto_bptt(horizon: int) -> int:
+    """--bptt_len 0: the largest divisor of T (horizon) from MIN_AUTO_BPTT to AUTO_BPTT, or T itself when T <=
+    AUTO_BPTT (one chunk per env); 0 when there is none."""
+    if horizon <= AUTO_BPTT:
+        return horizon
+    return max((d for d in range(MIN_AUTO_BPTT, AUTO_BPTT + 1) if horizon % d == 0), default=0)
+
+
+def rnn_minibatches(samples: int, size: int, seq_len: int) -> tuple[int, int]:
+    """--rnn: (chunks per minibatch, minibatches per epoch) for a rank's `samples` (T x k) in chunks of
+    `seq_len` steps and minibatches of `size` samples (size <= samples). The count is the feed-forward run's,
+    samples // size, so --rnn takes as many Adam steps at the same flags, at most one per chunk; each
+    minibatch holds chunks // count whole chunks, and the chunks % count left over sit the epoch out."""
+    chunks = samples // seq_len
+    count = min(samples // size, chunks)
+    return chunks // count, count
 
 
 def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:

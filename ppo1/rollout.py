@@ -11,6 +11,7 @@ import torch
 
 from ppo1.device import batched_act
 from ppo1 import PPO1Error
+from ppo1.config import rnn_minibatches
 from ppo1.envs import EnvCrash, Episode
 from ppo1.metrics import Profile
 from ppo1.policies import frame_layout
@@ -63,29 +64,31 @@ class Batch:
                      None if chunks is None else rows(self.state0, chunks), self.seq_len)
 
     def chunks_per_minibatch(self, size: int) -> int:
-        """--rnn: the whole chunks a minibatch of `size` samples holds (at least one)."""
-        return max(1, size // self.seq_len)
+        """--rnn: the whole chunks in each minibatch for minibatches of `size` samples (config.rnn_minibatches)."""
+        return rnn_minibatches(len(self), size, self.seq_len)[0]
 
     def minibatch_count(self, size: int) -> int:
-        """The minibatches of one epoch (see minibatches)."""
+        """The minibatches of one epoch (see minibatches): len // size, with --rnn at most one per chunk."""
         if self.state0 is None:
             return len(self) // size
-        return len(self.state0) // self.chunks_per_minibatch(size)
+        return rnn_minibatches(len(self), size, self.seq_len)[1]
 
     def minibatches(self, size: int) -> Iterator["Batch"]:
         """One epoch: the samples in a fresh random order (one rng.permutation(N) per call), N // size
         minibatches of `size` each (baselines, CleanRL): the N % size left over sit this epoch out, so
         every Adam step weighs as many samples and none averages over one. size <= N.
-        With --rnn whole chunks are shuffled instead (one rng.permutation(chunks)), each minibatch
-        chunks_per_minibatch(size) of them, the same count on every rank."""
+        With --rnn whole chunks are shuffled instead (one rng.permutation(chunks)): as many minibatches as
+        without (N // size, at most one per chunk), each of chunks_per_minibatch(size) chunks, the chunks
+        left over sitting the epoch out; the same count on every rank (each has the same T and k)."""
         if self.state0 is None:
             perm = torch.from_numpy(self.rng.permutation(len(self))).to(self.obs.device)
             for start in range(0, len(self) - size + 1, size):
                 yield self._take(perm[start:start + size])
             return
-        per, steps = self.chunks_per_minibatch(size), torch.arange(self.seq_len, device=self.obs.device)
+        per, count = rnn_minibatches(len(self), size, self.seq_len)
+        steps = torch.arange(self.seq_len, device=self.obs.device)
         perm = torch.from_numpy(self.rng.permutation(len(self.state0))).to(self.obs.device)
-        for start in range(0, len(perm) - per + 1, per):
+        for start in range(0, count * per, per):
             chunks = perm[start:start + per]
             yield self._take((chunks[:, None] * self.seq_len + steps).reshape(-1), chunks)
 

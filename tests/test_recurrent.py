@@ -1,5 +1,6 @@
 """--rnn lstm / gru: the recurrent core, its state in rollouts, updates, checkpoints and play; memory learned."""
 import csv
+import dataclasses
 import json
 
 import numpy as np
@@ -12,7 +13,7 @@ from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvOptions, make_vec_env
 from ppo1.policies import RecurrentCore, build
-from ppo1.rollout import Collector
+from ppo1.rollout import Batch, Collector
 
 CUE = ["--env_name", "tests.memoryenv:make"]
 
@@ -80,9 +81,8 @@ def test_a_segment_replayed_from_its_saved_states_gives_the_rollouts_log_probs()
         dist, values = batch.forward(policy)
     torch.testing.assert_close(dist.log_prob(batch.actions), batch.logp, rtol=0, atol=1e-5)
     torch.testing.assert_close(values, batch.values, rtol=0, atol=1e-5)
-    mbs = list(batch.minibatches(10))  # 10 samples: 2 whole chunks of 4, of the 8 chunks
-    assert [len(m) for m in mbs] == [8] * 4 and batch.minibatch_count(10) == 4
-    assert sorted(torch.cat([m.state0 for m in mbs]).sum(1).tolist()) == sorted(batch.state0.sum(1).tolist())
+    mbs = list(batch.minibatches(10))  # 32 // 10 = 3 minibatches, as without --rnn: 2 whole chunks of 4 each
+    assert [len(m) for m in mbs] == [8] * 3 and batch.minibatch_count(10) == 3
     venv.close()
 
 
@@ -141,7 +141,6 @@ def test_recurrent_flags_are_checked_and_chosen_by_the_env():
     with pytest.raises(PPO1Error, match="--rnn='rnn' is invalid"):
         Config.for_preset("paper", rnn="rnn")
     assert Config.for_preset(rnn="lstm").seq_len() == 32 and Config.for_preset(rnn="lstm", bptt_len=16).seq_len() == 16
-    assert Config.for_preset(rnn="lstm", timesteps_per_actorbatch=100).seq_len() == 25
     # Atari takes --frame_stack with --rnn only; vector envs with --rnn default to ppo_lstm (8 actors, T 32)
     assert Config.for_preset(rnn="lstm", frame_stack=1).frame_stack == 1
     with pytest.raises(PPO1Error, match="with --rnn lstm or gru it takes --frame_stack"):
@@ -151,15 +150,80 @@ def test_recurrent_flags_are_checked_and_chosen_by_the_env():
     assert Config.for_preset(env_name="CartPole-v1").preset == "mujoco"
 
 
+@pytest.mark.parametrize("horizon, chunk", [(128, 32), (100, 25), (72, 24), (20, 20), (126, 21)])
+def test_the_automatic_bptt_len_is_the_largest_divisor_of_T_from_8_to_32_or_T_up_to_32(horizon, chunk):
+    assert Config.for_preset(rnn="lstm", timesteps_per_actorbatch=horizon, optim_batchsize=4).seq_len() == chunk
+
+
+@pytest.mark.parametrize("horizon, divisors, near", [(127, "1, 127", "126 or 128"), (74, "1, 2, 37, 74", "72 or 75"),
+                                                     (131, "1, 131", "130 or 132")])
+def test_rnn_refuses_a_T_without_a_divisor_from_8_to_32_in_a_line_naming_bptt_len(horizon, divisors, near):
+    with pytest.raises(PPO1Error) as e:  # the automatic length would be 1 or 2 steps: no backprop through time
+        Config.for_preset(rnn="gru", timesteps_per_actorbatch=horizon, optim_batchsize=4)
+    assert str(e.value) == (f"--timesteps_per_actorbatch={horizon} has no divisor from 8 to 32 for --rnn's chunks: "
+                            f"give --bptt_len, one of its divisors ({divisors}), or a --timesteps_per_actorbatch "
+                            f"with one, such as {near}")
+    # the user's own --bptt_len, however short, stands; a run without --rnn has no chunks
+    assert Config.for_preset(rnn="gru", timesteps_per_actorbatch=horizon, optim_batchsize=4, bptt_len=1).seq_len() == 1
+    assert Config.for_preset(timesteps_per_actorbatch=horizon, optim_batchsize=4).seq_len() == 1
+
+
+def minibatch_sizes(cfg: Config) -> list[int]:
+    """The samples of each minibatch of one epoch of a rank's batch under `cfg` (its real Batch.minibatches);
+    with --rnn, checked to be whole chunks (each with its own saved state), no chunk twice."""
+    n, length = cfg.timesteps_per_actorbatch * cfg.envs_per_rank, cfg.seq_len()
+    step, zeros = torch.arange(n).float(), torch.zeros(n)
+    batch = Batch(step[:, None], zeros, zeros, zeros, zeros, np.random.default_rng(0))
+    if cfg.rnn != "none":
+        batch.starts, batch.seq_len, batch.state0 = zeros.bool(), length, torch.arange(n // length)[:, None].float()
+    mbs = list(batch.minibatches(cfg.optim_batchsize * cfg.envs_per_rank))
+    if cfg.rnn != "none":
+        chunks = torch.cat([mb.state0[:, 0] for mb in mbs])
+        assert len(set(chunks.tolist())) == len(chunks)
+        for mb in mbs:
+            assert torch.equal(mb.obs[:, 0].view(-1, length), mb.state0 * length + torch.arange(length))
+    return [len(mb) for mb in mbs]
+
+
+@pytest.mark.parametrize("settings", [
+    dict(env_name="CartPole-v1", n_ranks=1),                   # ppo_lstm: 8 envs of T 32, one 256-sample minibatch
+    dict(env_name="CartPole-v1", n_ranks=2),                   # ppo_lstm on 2 ranks: 4 envs each
+    dict(preset="vizdoom", envs_per_rank=12),                  # T 128, 4 per actor: 32 minibatches (was 48)
+    dict(preset="vizdoom", bptt_len=4),                        # 1 env per rank: 32 chunks of 4
+    dict(preset="fast", env_name="PongNoFrameskip-v4", n_ranks=3),  # 3 envs, 28 per actor: 4 minibatches (was 6)
+], ids=["ppo_lstm", "ppo_lstm-2-ranks", "vizdoom-12-envs", "vizdoom-bptt-4", "fast-pong-3-ranks"])
+def test_rnn_takes_as_many_minibatches_per_epoch_as_the_feed_forward_run_of_whole_chunks_alike(settings):
+    recurrent = Config.for_preset(rnn="lstm", **settings)
+    feed_forward = dataclasses.replace(recurrent, rnn="none")
+    sizes = minibatch_sizes(recurrent)
+    assert len(sizes) == len(minibatch_sizes(feed_forward)) >= 1
+    assert len(set(sizes)) == 1 and sizes[0] % recurrent.seq_len() == 0  # every Adam step on as many whole chunks
+    assert ", as many as without --rnn" in recurrent.rnn_update_line()  # what rank 0 says at the start
+
+
+def test_the_start_line_says_when_a_rank_holds_fewer_chunks_than_feed_forward_minibatches():
+    # vizdoom at 1 env per rank: 128 steps hold 4 chunks of 32, against 32 minibatches of 4 samples feed-forward
+    cfg = Config.for_preset("vizdoom", rnn="gru")
+    assert minibatch_sizes(cfg) == [32] * 4
+    assert cfg.rnn_update_line() == (
+        "ppo1: --rnn gru: chunks of 32 steps (automatic); each epoch 4 minibatches of 1 chunk x 32 steps = 32 samples "
+        "per rank, fewer than the 32 of 4 samples without --rnn: the rank's 128 steps hold 4 chunks (--bptt_len 4 or "
+        "more --envs_per_rank give as many)")
+
+
 def test_a_recurrent_atari_run_records_videos_and_plays_and_films_through_the_api(tmp_path):
     # memory instead of a stack (one frame), trained with a video every 2 iterations, then played and filmed
     import ppo1
     from ppo1.movie import movie
 
+    lines = []
     result = ppo1.train(env_name="BreakoutNoFrameskip-v4", rnn="lstm", frame_stack=1, rnn_size=64, env_steps=512,
                         envs_per_rank=2, timesteps_per_actorbatch=64, optim_batchsize=16, num_threads=1,
-                        video_interval=2, video_max_frames=60, checkpoint_dir=str(tmp_path), model_name="b", log=None)
+                        video_interval=2, video_max_frames=60, checkpoint_dir=str(tmp_path), model_name="b",
+                        log=lines.append)
     assert (result.exit_code, result.iteration) == (0, 4)
+    assert ("ppo1: --rnn lstm: chunks of 32 steps (automatic); each epoch 4 minibatches of 1 chunk x 32 steps = 32 "
+            "samples per rank, as many as without --rnn") in lines
     assert sorted(p.name for p in (tmp_path / "b" / "videos").iterdir())[0].endswith(".mp4")
     ck = torch.load(tmp_path / "b" / "latest.pt", weights_only=True)
     assert ck["obs_shape"] == [1, 84, 84] and ck["ranks"][0]["rnn_state"].shape == (2, 128)  # h and c of 2 envs
