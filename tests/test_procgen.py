@@ -121,6 +121,9 @@ def test_two_rank_procgen_run_trains_resumes_plays_unseen_levels_and_records_a_v
     assert "resuming from" in r.stdout
     with open(tmp_path / "cr" / "progress.csv", newline="") as f:
         assert [int(row["iteration"]) for row in csv.DictReader(f)] == [1, 2, 3, 4]
+    # Procgen's games cannot be saved: the resume made every env anew with the next seed of its place (no level
+    # stream of the run's start again), and each env's memory started from zeros with its new game
+    assert [st["env_made"] for st in torch.load(tmp_path / "cr" / "latest.pt", weights_only=True)["ranks"]] == [[1, 1]] * 2
     r = run_cli(["--mode", "play", "--episodes", "2", *flags], np_=2, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "2 games of procgen:coinrun (easy mode, unseen levels: from 200 on; trained on 0..199)" in r.stdout
