@@ -403,6 +403,8 @@ class Trainer:
         if final or self.state.iteration % self.config.save_interval == 0:
             problem = self.save()
             if problem and final:
+                if self.lock is not None and not self.checkpointed():  # nothing of the run on disk: no
+                    self.lock.abandon()  # lock file and no run directory left that hold nothing else
                 err = PPO1Error(problem)
                 err.all_ranks = True
                 raise err
@@ -426,8 +428,14 @@ class Trainer:
             try:
                 checkpoint.save(self.config.run_dir, snapshot, self.config, keep=self.config.keep_checkpoints)
             except checkpoint.CheckpointWriteError as e:
-                problem = f"checkpoint at iteration {state.iteration} not written ({e}); the previous one is intact"
+                problem = f"checkpoint at iteration {state.iteration} not written ({e}); " + (
+                    "the previous one is intact" if self.checkpointed() else "no checkpoint of this run exists yet")
         return comm.bcast(problem)
+
+    def checkpointed(self) -> bool:
+        """Rank 0: whether the run directory holds a checkpoint (latest.pt or a numbered one)."""
+        run_dir = self.config.run_dir
+        return os.path.lexists(os.path.join(run_dir, checkpoint.LATEST)) or bool(checkpoint.list_checkpoints(run_dir))
 
     def finish(self) -> dict:
         """Close the envs and logs, release the run lock (rank 0), say how the run ended. Returns the
