@@ -210,6 +210,9 @@ class Config:
         "subprocess of a factory's env that exited), each with a warning and its traceback in the run "
         "directory; the episode counts as cut, not ended. Past it the run stops after that iteration with a "
         "checkpoint (exit status 2); 0 = the first exception stops the run")
+    env_step_timeout: float = setting(120.0,
+        "train: seconds an env's step or reset may run before the processes that env started (an engine, an "
+        "emulator server) are killed, so the call fails and the env is made anew (--env_restarts); 0 = off")
     device: str = setting("auto",
         "auto (a GPU when torch sees one, else the CPU), cpu, cuda or cuda:N; under mpirun each rank "
         "takes GPU local_rank %% GPUs on its node, cuda:N pins GPU N; may differ on resume")
@@ -378,6 +381,8 @@ class Config:
             bad("video_interval", "a whole number >= 0 (0 = no videos)")
         if not isinstance(self.video_max_frames, int) or not 1 <= self.video_max_frames <= MAX_FRAMES:
             bad("video_max_frames", f"a whole number from 1 to {MAX_FRAMES} (30 minutes at 60 fps)")
+        if finite("env_step_timeout") < 0:
+            bad("env_step_timeout", "seconds >= 0 (0 = off)")
         if finite("watchdog_timeout") < 0 and self.watchdog_timeout != -1:
             bad("watchdog_timeout", "seconds > 0, 0 (off) or -1 (automatic: max(10 x median iteration time, 300 s))")
         from ppo1.device import parse_device

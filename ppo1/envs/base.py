@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import time
 import traceback
 
 import numpy as np
 
 from ppo1 import PPO1Error
-from ppo1.envs.children import shielded
+from ppo1.envs.children import recording, shielded
 
 
 def load_gymnasium():
@@ -117,11 +118,17 @@ class VecEnv:
         self.cut: dict[int, np.ndarray] = {}
         self.remake, self.max_restarts = remake, 0
         self.restarts: list[Restart] = []  # every restart so far, oldest first
+        # the env call under way, (env index, "step" | "reset" | "make", time.monotonic() at its start), None
+        # between calls: read by the first Ctrl-C's line, the watchdog's and ppo1.envs.calls.CallTimer
+        self.calling: tuple[int, str, float] | None = None
+        self.started: dict[int, list[int]] = {}  # env index -> the child processes making it started (seeded_vec)
 
     def reset(self) -> np.ndarray:
         """Reset all envs. Returns obs (k, *obs_shape) (a buffer reused across calls)."""
         for i, env in enumerate(self.envs):
+            self.calling = (i, "reset", time.monotonic())
             self.obs[i] = env.reset()
+        self.calling = None
         return self.obs
 
     def step(self, actions: np.ndarray):
@@ -135,6 +142,7 @@ class VecEnv:
         episodes = []
         self.cut = {}
         for i, env in enumerate(self.envs):
+            self.calling = (i, "step", time.monotonic())
             try:
                 self.obs[i], rewards[i], dones[i], ep = env.step(actions[i])
             except PPO1Error:  # what ppo1 says of the env's data: no restart mends it
@@ -150,6 +158,7 @@ class VecEnv:
                 episodes.append(ep)
             if getattr(env, "cut_obs", None) is not None:
                 self.cut[i] = env.cut_obs
+        self.calling = None
         return self.obs, rewards, dones, episodes
 
     def restart(self, i: int, error: Exception) -> np.ndarray:
@@ -164,7 +173,9 @@ class VecEnv:
             self.envs[i].close()
         except Exception:  # an env whose engine died often fails to close: what is left of it goes with it
             pass
+        self.calling = (i, "make", time.monotonic())
         self.envs[i] = self.remake(i, len(self.restarts))
+        self.calling = (i, "reset", time.monotonic())
         return self.envs[i].reset()
 
     def get_state(self) -> list[dict] | None:
@@ -183,13 +194,19 @@ class VecEnv:
             env.close()
 
 
-def seeded_vec(vec_cls, make_one, num_envs: int, seed: int, rank: int):
+def seeded_vec(vec_cls, make_one, num_envs: int, seed: int, rank: int, started: dict | None = None):
     """vec_cls(envs, remake) of num_envs envs make_one(seed sequence), env i with env_seed(seed, rank, i), each
     made with the stop signals blocked (ppo1.envs.children.shielded); remake(i, n) makes env i anew at the n-th
-    restart (VecEnv.restart). The envs already made are closed when one cannot be."""
+    restart (VecEnv.restart). The envs already made are closed when one cannot be. Its `started` holds the child
+    processes each env started while made (with `started`'s, of an env make_one hands over made already)."""
+    inherited = dict(started or {})
+    started = {}
+
     def make(i: int, restart: int = 0):
-        with shielded():  # a restart's engine, like the first, hears no stop signal but from this process
-            return make_one(env_seed(seed, rank, i, restart))
+        with shielded(), recording() as new:  # a restart's engine, like the first, hears no stop signal but
+            env = make_one(env_seed(seed, rank, i, restart))  # from this process
+        started[i] = [*new, *inherited.pop(i, ())]
+        return env
     envs: list = []
     try:
         for i in range(num_envs):
@@ -198,7 +215,9 @@ def seeded_vec(vec_cls, make_one, num_envs: int, seed: int, rank: int):
         for env in envs:
             env.close()
         raise
-    return vec_cls(envs, make)
+    vec = vec_cls(envs, make)
+    vec.started = started
+    return vec
 
 
 def offscreen(render_mode: str | None) -> None:
