@@ -102,7 +102,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "network": ("model_type", "init", "frame_norm", "rnn", "rnn_size", "bptt_len", "precision", "compile"),
     "parallelism and devices": ("np", "envs_per_rank", "num_threads", "device", "deterministic",
                                 "sync_check_interval", "watchdog_timeout", "env_restarts",
-                                "env_restart_window"),
+                                "env_restart_window", "env_step_timeout"),
     "run directory and checkpoints": ("model_name", "checkpoint_dir", "asset_dir", "fresh", "save_interval",
                                       "keep_checkpoints", "stop_after_iterations", "snapshot_interval",
                                       "video_interval", "video_max_frames"),

@@ -210,6 +210,9 @@ class Config:
     env_restart_window: int = setting(0,
         "train: count --env_restarts in the last this many iterations (a rate, for runs of days); 0 = in "
         "the whole run, across resumes")
+    env_step_timeout: float = setting(120.0,
+        "train: seconds an env's step or reset may run before the processes that env started (an engine, an "
+        "emulator server) are killed, so the call fails and the env is made anew (--env_restarts); 0 = off")
     device: str = setting("auto",
         "auto (a GPU when torch sees one, else the CPU), cpu, cuda or cuda:N; under mpirun each rank "
         "takes GPU local_rank %% GPUs on its node, cuda:N pins GPU N; may differ on resume")
@@ -407,6 +410,8 @@ class Config:
             bad("video_interval", "a whole number >= 0 (0 = no videos)")
         if not isinstance(self.video_max_frames, int) or not 1 <= self.video_max_frames <= MAX_FRAMES:
             bad("video_max_frames", f"a whole number from 1 to {MAX_FRAMES} (30 minutes at 60 fps)")
+        if finite("env_step_timeout") < 0:
+            bad("env_step_timeout", "seconds >= 0 (0 = off)")
         if finite("watchdog_timeout") < 0 and self.watchdog_timeout != -1:
             bad("watchdog_timeout", "seconds > 0, 0 (off) or -1 (automatic: max(10 x median iteration time, 300 s))")
         from ppo1.device import parse_device

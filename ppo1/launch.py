@@ -162,8 +162,10 @@ def run_launcher(cmd: list[str]) -> int:
     their one line, and this process exits 130 without mpirun's report of it. Where no rank is found here,
     the signal goes to mpirun."""
     import threading
-    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0,
-                             preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    # stdin=/dev/null: mpirun forwards its stdin to rank 0 and reads it ahead, eating what the caller's later
+    # commands would read (`while read x; do python -m run_atari --np 2 ...; done`); no mode reads stdin
+    child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             process_group=0, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
     muted = threading.Event()
     relays = [threading.Thread(target=_relay, args=(pipe.fileno(), fd, muted), daemon=True)
               for pipe, fd in ((child.stdout, 1), (child.stderr, 2))]

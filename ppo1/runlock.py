@@ -38,6 +38,7 @@ class RunLock:
         self.run_dir = run_dir
         self.path = os.path.join(run_dir, LOCK)
         self.fd: int | None = None
+        self.noted = True  # the lock file holds the holder's note (False: it could not be written)
 
     def acquire(self, warn: Callable[[str], None] = print) -> "RunLock":
         """Take the lock. Raises RunLocked naming the holder, or PPO1Error if the file cannot be opened."""
@@ -61,12 +62,20 @@ class RunLock:
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+            self.noted = True
         except OSError:
-            pass  # the lock holds without the note (a full disk): the refusal then names no holder
+            self.noted = False  # the lock holds without the note (a full disk): the refusal then names no holder
         return self
 
     def release(self) -> None:
+        """Release the lock; a lock file left empty (its note could not be written: a full disk) is removed."""
         if self.fd is not None:
+            if not self.noted and self.intact():
+                try:
+                    if os.fstat(self.fd).st_size == 0:
+                        os.unlink(self.path)
+                except OSError:
+                    pass
             os.close(self.fd)  # closing the only descriptor releases the flock
             self.fd = None
 
@@ -82,8 +91,9 @@ class RunLock:
         return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
 
     def abandon(self) -> None:
-        """Release the lock of a run that was refused before it did any work: a directory holding nothing
-        but the lock file (this start made it, or an earlier refused one did) is removed with it."""
+        """Release the lock of a run that was refused before it did any work, or that could write nothing (a
+        full disk): a directory holding nothing but the lock file (this start made it, or an earlier refused
+        one did) is removed with it."""
         try:
             if os.path.isdir(self.run_dir) and os.listdir(self.run_dir) == [LOCK]:
                 os.unlink(self.path)

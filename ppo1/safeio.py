@@ -147,8 +147,8 @@ class AppendFile:
             try:
                 write_all(fd, (self.header if size == 0 else b"") + data)
             except OSError as e:
-                try:
-                    os.ftruncate(fd, size)
+                try:  # cut back to the whole records; a file that held none goes (no empty file is left)
+                    os.unlink(self.path) if size == 0 else os.ftruncate(fd, size)
                 except OSError:
                     pass
                 return self._failed(e)

@@ -22,6 +22,7 @@ from ppo1.checkpoint import ModelIO, RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, Spares, make_vec_env
+from ppo1.envs.calls import STUCK, CallTimer
 from ppo1.launch import kill_descendants
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
@@ -62,15 +63,30 @@ def say(line: str) -> None:
         pass
 
 
+def stop_line(name: str, slot: tuple | None, now: float, rank: int = 0, quiet: bool = False) -> str | None:
+    """The line a first SIGINT or SIGTERM (`name`) prints at once: that the rank waits for an env's call that has
+    run for STUCK s or more (`slot`: VecEnv.calling; `now` on its clock), else (rank 0 only, not `quiet`) that
+    the run stops after this iteration with a checkpoint; and what a second one does. None: nothing to say."""
+    second = "a second Ctrl-C (or SIGTERM) exits at once without a new checkpoint"
+    if slot is not None and now - slot[2] >= STUCK:
+        return (f"ppo1: {name}: rank {rank} waits for env {slot[0]}'s {slot[1]} (running for {now - slot[2]:.0f} s); "
+                f"it stops after this iteration with a checkpoint once that returns; {second}")
+    return None if quiet else f"ppo1: {name}: stopping after this iteration with a checkpoint; {second}"
+
+
 class StopRequest:
     """SIGINT/SIGTERM/SIGHUP (see stop_signals): finish the current iteration, checkpoint, exit 128 + its
-    number. A second SIGINT or SIGTERM exits at once; a SIGHUP never does (a hang-up may come twice,
-    from the shell and from the kernel as the shell exits, and must not cut the stop's checkpoint short)."""
+    number. The first SIGINT or SIGTERM says so at once (stop_line), a second exits at once; a SIGHUP never
+    does either (a hang-up may come twice, from the shell and from the kernel as the shell exits, and must not
+    cut the stop's checkpoint short; its terminal is gone)."""
 
-    def __init__(self, quiet: bool = False, run_dir: str = ""):
+    def __init__(self, quiet: bool = False, run_dir: str = "", rank: int = 0, calling=None):
+        """calling(): the rank's env call under way (VecEnv.calling) or None, for the first signal's line."""
         self.signum = 0
-        self.quiet = quiet  # ranks other than 0 exit without a word
+        self.quiet = quiet  # ranks other than 0 exit without a word (unless an env call holds them up)
         self.run_dir = run_dir  # where a checkpoint of an earlier iteration may lie
+        self.rank = rank
+        self.calling = calling or (lambda: None)
         self.saved = False  # the stop's checkpoint is written (the loop has ended for the signal)
         self._previous: dict = {}
 
@@ -101,6 +117,10 @@ class StopRequest:
             kill_descendants()  # the envs are not closed on this path: no engine outlives the rank
             os._exit(128 + signum)
         self.signum = signum
+        if signum != signal.SIGHUP:
+            line = stop_line(signal.Signals(signum).name, self.calling(), time.monotonic(), self.rank, self.quiet)
+            if line:
+                say(line)
 
     def agreed(self, signums: list[int]) -> int:
         """The signal a rank has received (the highest number when several did), 0 if none, from every rank's
@@ -124,34 +144,42 @@ class Trainer:
         self.rnn_state = None  # --rnn: the envs' states restored from a checkpoint with their games (None: zeros)
         self.restarts_said = 0  # the envs' restarts (VecEnv.restarts) warned of so far
         self.restart_iterations: list[int] = []  # the iteration of each env restart on this rank, resumes included
+        self.calls = CallTimer(config.env_step_timeout, comm.rank)  # --env_step_timeout; setup gives it the envs
 
     def run(self) -> dict:
         """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after`
         iterations. Returns the final counters and the process exit code (0, or 128 + signal number)."""
         cfg, comm = self.config, self.comm
-        self.resume(*self.setup())
-        with StopRequest(quiet=not comm.is_root, run_dir=cfg.run_dir) as stop, Watchdog(cfg.watchdog_timeout, comm.rank, comm.abort) as wd:
-            self.wd = wd
-            while self.state.iteration < self.n_iters:
-                wd.phase = "rollout"
-                t = self.state.timesteps
-                hp = Hyper.at(cfg, linear_alpha(t, cfg.env_steps), cfg.envs_per_rank,   # the step size warms
-                              warmup_factor(t + cfg.steps_per_iteration(comm.size), cfg.lr_warmup))  # up to its batch's end
-                seg = self.collect()                                             # T x k steps
-                seg.rewards[:] = shape_rewards(seg.rewards, self.sign_rewards, cfg.reward_scale)  # --clip_reward
-                if self.reward_norm is not None:                                 # --norm_reward
-                    wd.phase = "reward statistics allreduce"
-                    seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, comm.sum)
-                seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
-                                                  cfg.gamma, cfg.lam, seg.cut_values)  # GAE(lambda), TD(lambda)
-                stats = self.update(seg, hp)                                     # epochs x minibatches
-                reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
-                self.record(seg, stats, hp)                                      # progress.csv, console, TB
-                final = self.maybe_save(reason)                                  # every save_interval, last
-                wd.beat()
-                if final:
-                    break
+        with self.calls:  # from the envs' first reset (setup) until they are closed
+            self.resume(*self.setup())
+            with StopRequest(quiet=not comm.is_root, run_dir=cfg.run_dir, rank=comm.rank, calling=self.env_call) as stop, \
+                    Watchdog(cfg.watchdog_timeout, comm.rank, comm.abort, calling=self.env_call) as wd:
+                self.wd = wd
+                while self.state.iteration < self.n_iters:
+                    wd.phase = "rollout"
+                    t = self.state.timesteps
+                    hp = Hyper.at(cfg, linear_alpha(t, cfg.env_steps), cfg.envs_per_rank,   # the step size warms
+                                  warmup_factor(t + cfg.steps_per_iteration(comm.size), cfg.lr_warmup))  # up to its batch's end
+                    seg = self.collect()                                             # T x k steps
+                    seg.rewards[:] = shape_rewards(seg.rewards, self.sign_rewards, cfg.reward_scale)  # --clip_reward
+                    if self.reward_norm is not None:                                 # --norm_reward
+                        wd.phase = "reward statistics allreduce"
+                        seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, comm.sum)
+                    seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
+                                                      cfg.gamma, cfg.lam, seg.cut_values)  # GAE(lambda), TD(lambda)
+                    stats = self.update(seg, hp)                                     # epochs x minibatches
+                    reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
+                    self.record(seg, stats, hp)                                      # progress.csv, console, TB
+                    final = self.maybe_save(reason)                                  # every save_interval, last
+                    wd.beat()
+                    if final:
+                        break
         return self.finish()
+
+    def env_call(self) -> tuple | None:
+        """The env call this rank is in (VecEnv.calling), None outside one or before the envs are made."""
+        venv = getattr(self, "venv", None)
+        return None if venv is None else venv.calling
 
     # ------------------------------------------------------------------ set-up and resume
     def setup(self) -> tuple[TrainState | None, str | None]:
@@ -182,6 +210,7 @@ class Trainer:
         try:
             self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank, EnvOptions.of(cfg),
                                      self.spares)
+            self.calls.watch(self.venv)
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
                                self.venv.obs.itemsize, comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
@@ -302,6 +331,7 @@ class Trainer:
         try:
             seg = self.collector.collect()
         except (EnvDataError, EnvCrash) as e:
+            self.venv.calling = None  # the call that raised is over
             where = f"training stopped in iteration {iteration}: {e}"
             if isinstance(e, EnvCrash) and e.restartable and not e.ours and self.config.env_restarts:
                 where += f", one more than --env_restarts {self.config.env_restarts} allows {self.restart_span}"
@@ -425,6 +455,8 @@ class Trainer:
         if final or self.state.iteration % self.config.save_interval == 0:
             problem = self.save()
             if problem and final:
+                if self.lock is not None and not self.checkpointed():  # nothing of the run on disk: no
+                    self.lock.abandon()  # lock file and no run directory left that hold nothing else
                 err = PPO1Error(problem)
                 err.all_ranks = True
                 raise err
@@ -448,8 +480,14 @@ class Trainer:
             try:
                 checkpoint.save(self.config.run_dir, snapshot, self.config, keep=self.config.keep_checkpoints)
             except checkpoint.CheckpointWriteError as e:
-                problem = f"checkpoint at iteration {state.iteration} not written ({e}); the previous one is intact"
+                problem = f"checkpoint at iteration {state.iteration} not written ({e}); " + (
+                    "the previous one is intact" if self.checkpointed() else "no checkpoint of this run exists yet")
         return comm.bcast(problem)
+
+    def checkpointed(self) -> bool:
+        """Rank 0: whether the run directory holds a checkpoint (latest.pt or a numbered one)."""
+        run_dir = self.config.run_dir
+        return os.path.lexists(os.path.join(run_dir, checkpoint.LATEST)) or bool(checkpoint.list_checkpoints(run_dir))
 
     def finish(self) -> dict:
         """Close the envs and logs, release the run lock (rank 0), say how the run ended. Returns the

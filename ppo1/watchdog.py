@@ -4,7 +4,7 @@ A blocked MPI collective cannot be interrupted from Python (SIGTERM waits for it
 launcher that lost its host cannot end that host's ranks. So each rank runs a daemon thread, outside
 the MPI call path, that ends its own process when no training iteration has finished for `limit`
 seconds: one line on stderr naming the rank, the host and the phase (the collective) it was waiting
-in, then MPI_Abort, then a hard exit (os._exit) if the abort has not ended the process after a short
+in, or the env call it is stuck in (an env's step or reset that never returned), then MPI_Abort, then a hard exit (os._exit) if the abort has not ended the process after a short
 grace.
 
     wd = Watchdog(config.watchdog_timeout, rank=comm.rank, abort=comm.abort)
@@ -52,13 +52,17 @@ class Watchdog:
 
     def __init__(self, timeout: float, rank: int = 0, abort: Callable[[int], None] | None = None,
                  exit: Callable[[int], None] = os._exit, grace: float = GRACE,
-                 clock: Callable[[], float] = time.monotonic, write: Callable[[str], None] | None = None):
+                 clock: Callable[[], float] = time.monotonic, write: Callable[[str], None] | None = None,
+                 calling: Callable[[], tuple | None] | None = None):
+        """calling(): the rank's env call under way (VecEnv.calling: env index, call, its start on `clock`), or
+        None; the line names it when the rank is stuck there."""
         self.timeout = timeout
         self.rank = rank
         self.host = socket.gethostname()
         self.phase = "set-up"          # what the training loop is doing (the collective it waits in)
         self.fired: str | None = None  # the line printed, once fired
         self._abort, self._exit, self._grace, self._clock = abort, exit, grace, clock
+        self._calling = calling or (lambda: None)
         self._write = write or (lambda line: os.write(2, line.encode()))  # no lock the main thread may hold
         self._durations: collections.deque = collections.deque(maxlen=100)
         self._last = clock()
@@ -112,9 +116,15 @@ class Watchdog:
 
     def fire(self, idle: float, limit: float) -> None:
         """Print the one line, then end the process: abort, and a hard exit after the grace period."""
-        self.fired = (f"ppo1: watchdog: rank {self.rank} on host {self.host}: no iteration finished for "
-                      f"{idle:.0f} s (limit {limit:.0f} s) while waiting in {self.phase}; a rank or host "
-                      f"is lost or stuck; ending this process (exit status {EXIT_CODE})\n")
+        slot = self._calling()
+        if slot is not None:  # an env's call that has not returned, not a lost rank
+            self.fired = (f"ppo1: watchdog: rank {self.rank} on host {self.host}: stuck in env {slot[0]}'s {slot[1]} "
+                          f"for {self._clock() - slot[2]:.0f} s (no iteration finished for {idle:.0f} s, limit "
+                          f"{limit:.0f} s); ending this process (exit status {EXIT_CODE})\n")
+        else:
+            self.fired = (f"ppo1: watchdog: rank {self.rank} on host {self.host}: no iteration finished for "
+                          f"{idle:.0f} s (limit {limit:.0f} s) while waiting in {self.phase}; a rank or host "
+                          f"is lost or stuck; ending this process (exit status {EXIT_CODE})\n")
         try:
             self._write(self.fired)
         except OSError:

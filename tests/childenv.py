@@ -1,7 +1,8 @@
 """A factory env whose observations come from a child process, as ViZDoom's engine or an emulator server: each
 step sends the action to the child and reads its answer back. The first `dying` envs reset in a process kill
 their child (SIGKILL) at step `die_at` of their life, so that step finds it dead and raises, as an engine
-that crashed does (tests/test_env_restarts.py)."""
+that crashed does (tests/test_env_restarts.py); or, at step `hang_at`, make it stop answering while it stays
+alive, as an engine that hangs: that step blocks until the child is killed (--env_step_timeout)."""
 from __future__ import annotations
 
 import os
@@ -11,15 +12,17 @@ import sys
 import gymnasium
 import numpy as np
 
-# echoes each line; at EOF (its env gone) it runs on, as an engine that does not notice, until it is killed
-ENGINE = "import sys, time\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\ntime.sleep(3600)\n# {tag}\n"
+# echoes each line, but for "hang", after which it answers nothing more; at EOF (its env gone) it runs on, as an
+# engine that does not notice, until it is killed
+ENGINE = ("import sys, time\nfor line in sys.stdin:\n    if line == 'hang\\n':\n        time.sleep(3600)\n"
+          "    sys.stdout.write(line)\n    sys.stdout.flush()\ntime.sleep(3600)\n# {tag}\n")
 started = 0  # envs reset in this process
 
 
 class ChildEnv(gymnasium.Env):
-    def __init__(self, die_at: int = 0, dying: int = 1, tag: str = ""):
+    def __init__(self, die_at: int = 0, dying: int = 1, tag: str = "", hang_at: int = 0):
         """tag: a word in the child's command line, by which a test finds it."""
-        self.die_at, self.dying = die_at, dying
+        self.die_at, self.hang_at, self.dying = die_at, hang_at, dying
         self.steps, self.t = 0, 0
         self.observation_space = gymnasium.spaces.Box(-1.0, 30.0, (3,), np.float32)
         self.action_space = gymnasium.spaces.Discrete(2)
@@ -44,7 +47,8 @@ class ChildEnv(gymnasium.Env):
         global started
         if self.dying:
             started += 1
-            self.die_at, self.dying = (self.die_at if started <= self.dying else 0), 0
+            doomed = started <= self.dying
+            self.die_at, self.hang_at, self.dying = self.die_at * doomed, self.hang_at * doomed, 0
         super().reset(seed=seed)
         self.t = 0
         return self._obs(self._ask(0)), {}
@@ -55,6 +59,8 @@ class ChildEnv(gymnasium.Env):
         if self.steps == self.die_at:
             self.engine.kill()
             self.engine.wait()
+        if self.steps == self.hang_at:
+            self.engine.stdin.write("hang\n")
         answer = self._ask(int(action))
         return self._obs(answer), float(answer == 1), self.t >= 20, False, {}
 

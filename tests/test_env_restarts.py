@@ -144,3 +144,42 @@ def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_i
             assert policy.step(torch.from_numpy(seg.obs[5, :1]), state)[1].item() != pytest.approx(seg.values[5, 0])
     finally:
         venv.close()
+
+
+def test_an_engine_that_hangs_is_killed_after_env_step_timeout_and_the_run_goes_on(tmp_path):
+    # the hung step used to wait for the watchdog (300 s or more), which then ended the whole run
+    tag = f"hang-{os.getpid()}-{time.time()}"
+    r = run_cli([*RUN, "--envs_per_rank", "2", "--env_steps", "96", "--env_step_timeout", "2", "--checkpoint_dir",
+                 str(tmp_path), "--model_name", "hang", "--env_kwargs", json.dumps({"hang_at": 30, "tag": tag})])
+    assert r.returncode == 0, r.stderr
+    killed, restarted = r.stderr.strip().splitlines()
+    assert killed.startswith("ppo1: warning: rank 0: env 0's step ran past --env_step_timeout 2 s: ended the 1 "
+                             "process(es) it started (pid "), killed
+    assert restarted.startswith("ppo1: warning: rank 0, iteration 2: env 0 raised RuntimeError: the engine exited "
+                                "unexpectedly; made it anew (1 of --env_restarts 5 in the run on rank 0)"), restarted
+    assert torch.load(tmp_path / "hang" / "latest.pt", weights_only=True)["iteration"] == 3  # it trained on
+    assert engines(tag) == []
+
+
+def test_a_hung_call_of_an_env_that_started_no_process_is_said_once_and_left_to_the_watchdog():
+    from ppo1.envs.calls import CallTimer
+
+    class Envs:  # a VecEnv in env 1's reset for 10 s, which started nothing
+        calling, started = (1, "reset", 100.0), {}
+    said, ended = [], []
+    timer = CallTimer(5, rank=3, say=said.append, end=lambda pids: ended.append(pids) or [], clock=lambda: 110.0)
+    timer.watch(Envs)
+    assert timer.check() and not timer.check()  # once per call
+    assert ended == [[]] and said == [
+        "ppo1: warning: rank 3: env 1's reset ran past --env_step_timeout 5 s and started no process to end: the rank "
+        "waits on it (a second Ctrl-C exits at once; --watchdog_timeout ends the run)"]
+    Envs.calling = (1, "make", 90.0)  # making an env is not timed
+    assert not timer.check()
+
+
+def test_env_step_timeout_is_120_s_by_default_0_turns_it_off_and_a_negative_one_is_refused():
+    from ppo1 import PPO1Error
+    from ppo1.config import Config
+    assert Config().env_step_timeout == 120.0 and Config(env_step_timeout=0).validate().env_step_timeout == 0
+    with pytest.raises(PPO1Error, match="--env_step_timeout=-1"):
+        Config(env_step_timeout=-1).validate()

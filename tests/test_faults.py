@@ -492,7 +492,7 @@ def test_a_second_sigterm_exits_at_once_with_one_line(tmp_path):
     # after rank 0 has already ended the stop, or first on rank 1, whose exit ends the job before rank 0
     # says anything (a loaded machine): at once, at most one line, no traceback. --save_interval 1000: there is
     # no checkpoint on disk yet, and the line does not claim one
-    lines = [line for line in err.splitlines() if line.strip()]
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("ppo1: SIGTERM: stopping")]
     assert lines in ([], ["ppo1: second SIGTERM: exiting now without a checkpoint; none was written yet"],
                      ["ppo1: second SIGTERM: exiting now; the checkpoint of this stop is written"]), (out, err)
     assert "Traceback" not in out + err
@@ -825,3 +825,18 @@ def test_sighup_to_the_np_launcher_stops_every_rank_with_a_checkpoint_and_exit_1
         out, err = proc.communicate(timeout=120)
     stopped_by_hangup(tmp_path / "w", out, err, proc.returncode)  # its resume: test_sighup_to_one_rank_...
     assert err.count("ppo1: hang-up: every rank stops") == 1 and "stopped by SIGTERM" in out, (out, err)
+
+
+def test_a_new_run_on_a_full_disk_says_no_checkpoint_exists_and_leaves_no_empty_file(tmp_path):
+    # it said "the previous one is intact" when there was none, and left 0-byte logs and lock file behind
+    with tmpfs(tmp_path / "disk", "1m") as disk:
+        fill(disk)
+        r = run_cli(["--env_name", "CartPole-v1", *FAST, "--env_steps", "256", "--checkpoint_dir", disk,
+                     "--model_name", "d"])
+        assert "checkpoint at iteration 1 not written" in r.stdout and "no checkpoint of this run exists yet; " \
+            "training continues" in r.stdout, r.stdout
+        one_line_error(r, "checkpoint at iteration 2 not written", "disk full (ENOSPC)",
+                       "no checkpoint of this run exists yet")
+        assert "intact" not in r.stdout + r.stderr
+        left = [os.path.join(d, n) for d, _, names in os.walk(disk) for n in names]
+        assert left == [os.path.join(disk, "filler")], left  # no empty file, nor the run directory

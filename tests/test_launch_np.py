@@ -1,10 +1,13 @@
 """`python -m run_atari --np N`: the command runs again as N ranks under this environment's mpirun."""
 import csv
 import dataclasses
+import os
+import subprocess
+import sys
 
 import pytest
 
-from conftest import TINY, mpirun_command, run_cli
+from conftest import REPO, TINY, mpirun_command, run_cli
 from ppo1 import checkpoint
 from ppo1.launch import without_np
 
@@ -38,3 +41,14 @@ def test_np_below_one_is_one_line(value, tmp_path):
     r = run_cli([f"--np={value}", *TINY, "--checkpoint_dir", str(tmp_path)])
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "--np" in r.stderr, r.stderr
+
+
+def test_np_leaves_the_callers_stdin_to_the_caller(tmp_path):
+    # mpirun read the caller's stdin ahead (forwarding it to rank 0): `while read x; do ... --np 2 ...; done`
+    # ran its first line only. A refused flag value still starts both ranks under mpirun.
+    mpirun_command(2)  # skips where there is no mpirun
+    script = f"printf 'a\\nb\\n' | ({sys.executable} -m run_atari --np 2 --epsilon 2; echo status $?; cat)"
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120, cwd=str(tmp_path),
+                       env=dict(os.environ, PYTHONPATH=REPO))
+    assert r.stdout.split() == ["status", "2", "a", "b"], (r.stdout, r.stderr)
+    assert r.stderr.strip() == "ppo1: error: --epsilon=2.0 is invalid: must be in (0, 1)"

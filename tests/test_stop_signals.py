@@ -16,6 +16,9 @@ import torch
 from childenv import engines
 from conftest import REPO, mpirun_command
 from ppo1.launch import descendants
+from ppo1.train import StopRequest
+
+SECOND = "a second Ctrl-C (or SIGTERM) exits at once without a new checkpoint"
 
 DOOM = ["--env_name", "VizdoomBasic-v1", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "64",
         "--optim_batchsize", "32", "--env_steps", "1000000", "--save_interval", "1000", "--num_threads", "1"]
@@ -94,6 +97,7 @@ def test_a_second_signal_to_a_vizdoom_process_exits_at_once_and_leaves_no_engine
     out, err = finish(proc)
     assert proc.returncode == 130, (out, err)
     assert [line for line in err.splitlines() if line.strip()] == [
+        f"ppo1: SIGINT: stopping after this iteration with a checkpoint; {SECOND}",
         "ppo1: second SIGINT: exiting now without a checkpoint; none was written yet"], err
     time.sleep(0.5)
     assert [pid for pid in engines if alive(pid)] == []
@@ -109,7 +113,7 @@ def test_a_second_ctrl_c_under_np_is_one_line_and_exit_130_not_mpiruns_abort(tmp
     assert proc.returncode == 130, (out, err)
     # the ranks' one line (none where the stop's checkpoint was written before the second came), never
     # mpirun's abort of the job (exit 255 and its report) that a second Ctrl-C to mpirun means
-    lines = [line for line in err.splitlines() if line.strip()]
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("ppo1: SIGINT: stopping")]
     assert lines in ([], ["ppo1: second SIGINT: exiting now without a checkpoint; none was written yet"],
                      ["ppo1: second SIGINT: exiting now; the checkpoint of this stop is written"]), err
     assert "BAD TERMINATION" not in out + err and "=====" not in out + err
@@ -133,3 +137,21 @@ def test_a_rank_killed_with_sigkill_leaves_no_process_of_its_envs_behind(tmp_pat
         os.kill(pid, signal.SIGKILL)
     finish(proc)
     assert left == []
+
+
+def test_the_first_ctrl_c_says_at_once_which_env_call_holds_the_rank_up_and_what_a_second_does(capfd):
+    # the first Ctrl-C printed nothing, while a hung env's step kept the run from its iteration's end
+    calls = {0: None, 1: None}
+    for rank, quiet in ((0, False), (1, True)):
+        stop = StopRequest(quiet=quiet, rank=rank, calling=lambda r=rank: calls[r])
+        stop._handle(signal.SIGINT, None)
+        assert stop.signum == signal.SIGINT
+    assert capfd.readouterr().err.splitlines() == [  # rank 0 alone speaks for a run that is not held up
+        f"ppo1: SIGINT: stopping after this iteration with a checkpoint; {SECOND}"]
+    calls[1] = (2, "step", time.monotonic() - 41)  # rank 1 has been in env 2's step for 41 s
+    for rank, quiet in ((0, False), (1, True)):
+        StopRequest(quiet=quiet, rank=rank, calling=lambda r=rank: calls[r])._handle(signal.SIGTERM, None)
+    assert capfd.readouterr().err.splitlines() == [
+        f"ppo1: SIGTERM: stopping after this iteration with a checkpoint; {SECOND}",
+        "ppo1: SIGTERM: rank 1 waits for env 2's step (running for 41 s); it stops after this iteration with a "
+        f"checkpoint once that returns; {SECOND}"]

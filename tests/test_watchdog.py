@@ -60,6 +60,19 @@ def test_fires_once_with_one_line_naming_rank_host_and_phase_then_aborts_and_exi
     assert [c[:2] for c in rec.calls] == [("abort", EXIT_CODE), ("exit", EXIT_CODE)]
 
 
+def test_a_rank_stuck_in_an_env_call_is_named_with_the_env_and_the_call():
+    # it said "a rank or host is lost or stuck" and named the phase only (rollout), not the env that hung
+    rec = Recorder()
+    start = time.monotonic() - 300
+    with Watchdog(0.2, rank=0, abort=rec.abort, exit=rec.exit, grace=0.2, write=rec.write,
+                  calling=lambda: (2, "step", start)):
+        assert rec.done.wait(60)
+    assert len(rec.lines) == 1 and "rank 0 on host" in rec.lines[0], rec.lines
+    assert ": stuck in env 2's step for 300 s (no iteration finished for 0 s, limit 0 s); ending this process" \
+        in rec.lines[0], rec.lines
+    assert "lost" not in rec.lines[0]
+
+
 def test_hard_exit_follows_an_abort_that_hangs_after_the_grace_period():
     rec = Recorder(abort_hangs=True)
     with watchdog(rec, timeout=0.2, grace=0.5):

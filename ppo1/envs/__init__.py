@@ -21,7 +21,7 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.envs.atari import ATARI, AtariEnv, VecAtari, make_ale_env
-from ppo1.envs.children import shielded
+from ppo1.envs.children import recording, shielded
 from ppo1.envs.base import EnvCrash, EnvDataError, Episode, env_seed, env_spec, load_gymnasium, offscreen, seeded_vec
 from ppo1.envs.family import Families, Family
 from ppo1.envs.pixels import PIXELS, VecPixels
@@ -48,13 +48,18 @@ class Spares:
     def __init__(self):
         self._envs: dict = {}
 
-    def put(self, key: tuple, env) -> None:
+    def put(self, key: tuple, env, started=()) -> None:
+        """Keep `env` under `key`, with the child processes it started while made (children.recording)."""
         self.take_and_close(key)
-        self._envs[key] = env
+        self._envs[key] = (env, list(started))
 
     def take(self, key: tuple):
         """The env kept under `key` (now the caller's), or None."""
-        return self._envs.pop(key, None)
+        return self.take_with_started(key)[0]
+
+    def take_with_started(self, key: tuple) -> tuple:
+        """(the env kept under `key`, now the caller's, the processes it started), or (None, [])."""
+        return self._envs.pop(key, (None, []))
 
     def take_and_close(self, key: tuple) -> None:
         env = self.take(key)
@@ -75,7 +80,7 @@ def env_family(env_name: str, env_kwargs: str = "{}", obs_key: str = "", spares:
     if family is not None:
         return family
     from ppo1.envref import resolve
-    with shielded():
+    with shielded(), recording() as started:
         env = resolve(env_name, env_kwargs).make()
     try:
         family = families.by_observations(env.observation_space, env_name)
@@ -88,7 +93,7 @@ def env_family(env_name: str, env_kwargs: str = "{}", obs_key: str = "", spares:
     if spares is None:
         env.close()
     else:
-        spares.put((env_name, env_kwargs), env)
+        spares.put((env_name, env_kwargs), env, started)
     return family
 
 
@@ -160,14 +165,15 @@ def make_gym_vec(env_id: str, num_envs: int, seed: int, rank: int, options: EnvO
                  spares: Spares | None = None):
     """num_envs envs of make_gym_env (made anew, each with a seed of its own, when one raises: VecEnv.restart):
     VecPixels for image observations, VecGym for vectors; the first is the env kept in `spares`, if any."""
-    first = [spares.take((env_id, options.env_kwargs))] if spares is not None else []
+    spare, spare_started = spares.take_with_started((env_id, options.env_kwargs)) if spares is not None else (None, [])
+    first = [spare]
 
     def make_one(seed_seq):
         return make_gym_env(env_id, seed_seq, options=options, gym_env=first.pop() if first else None)
 
     def vec_cls(envs: list, remake):
         return VecGym(envs, remake) if isinstance(envs[0], GymEnv) else VecPixels(envs, remake)
-    return seeded_vec(vec_cls, make_one, num_envs, seed, rank)
+    return seeded_vec(vec_cls, make_one, num_envs, seed, rank, started={0: spare_started})
 
 
 def make_eval_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,

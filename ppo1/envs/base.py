@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import time
 import traceback
 
 import numpy as np
 
 from ppo1 import PPO1Error
-from ppo1.envs.children import shielded
+from ppo1.envs.children import recording, shielded
 
 
 def load_gymnasium():
@@ -151,15 +152,21 @@ class VecEnv:
         self.restarts: list[Restart] = []  # every restart of this process so far, oldest first
         self.made = [0] * self.num_envs  # envs made before the current one in each place (restarts, resumes)
         self.crashed: set[int] = set()  # the envs the last step made anew (their entries of `cut`)
+        # the env call under way, (env index, "step" | "reset" | "make", time.monotonic() at its start), None
+        # between calls: read by the first Ctrl-C's line, the watchdog's and ppo1.envs.calls.CallTimer
+        self.calling: tuple[int, str, float] | None = None
+        self.started: dict[int, list[int]] = {}  # env index -> the child processes making it started (seeded_vec)
 
     def reset(self) -> np.ndarray:
         """Reset all envs. Returns obs (k, *obs_shape) (a buffer reused across calls). EnvCrash where an env's
         reset raises."""
         for i, env in enumerate(self.envs):
             self.obs[i] = self._reset(i)
+        self.calling = None
         return self.obs
 
     def _reset(self, i: int) -> np.ndarray:
+        self.calling = (i, "reset", time.monotonic())
         try:
             return self.envs[i].reset()
         except EnvRaised as e:
@@ -177,6 +184,7 @@ class VecEnv:
         episodes = []
         self.cut, self.crashed = {}, set()
         for i, env in enumerate(self.envs):
+            self.calling = (i, "step", time.monotonic())
             try:
                 self.obs[i], rewards[i], dones[i], ep = env.step(actions[i])
             except PPO1Error:  # what ppo1 says of the env's data: no restart mends it
@@ -195,6 +203,7 @@ class VecEnv:
                 episodes.append(ep)
             if getattr(env, "cut_obs", None) is not None:
                 self.cut[i] = env.cut_obs
+        self.calling = None
         return self.obs, rewards, dones, episodes
 
     def restart(self, i: int, raised: EnvRaised) -> np.ndarray:
@@ -214,6 +223,7 @@ class VecEnv:
     def _make(self, i: int, why: str) -> np.ndarray:
         """Make env i anew (the next seed of its place) and reset it. Returns its first observation."""
         self.made[i] += 1
+        self.calling = (i, "make", time.monotonic())
         try:
             self.envs[i] = env_call(self.remake, i, self.made[i])
         except EnvRaised as e:
@@ -228,6 +238,7 @@ class VecEnv:
             self.envs[i].close()
             self.made[i] = made[i]
             self.obs[i] = self._make(i, "made anew for the resumed run")
+        self.calling = None
         return self.obs
 
     def get_state(self) -> list[dict] | None:
@@ -246,13 +257,20 @@ class VecEnv:
             env.close()
 
 
-def seeded_vec(vec_cls, make_one, num_envs: int, seed: int, rank: int):
+def seeded_vec(vec_cls, make_one, num_envs: int, seed: int, rank: int, started: dict | None = None):
     """vec_cls(envs, remake) of num_envs envs make_one(seed sequence), env i with env_seed(seed, rank, i), each
     made with the stop signals blocked (ppo1.envs.children.shielded); remake(i, n) makes env i anew when n envs
-    were made in its place before (VecEnv.restart, VecEnv.renew). The envs already made are closed when one cannot be."""
+    were made in its place before (VecEnv.restart, VecEnv.renew). The envs already made are closed when one cannot
+    be. Its `started` holds the child processes each env started while made (with `started`'s, of an env make_one
+    hands over made already)."""
+    inherited = dict(started or {})
+    started = {}
+
     def make(i: int, made: int = 0):
-        with shielded():  # a restart's engine, like the first, hears no stop signal but from this process
-            return make_one(env_seed(seed, rank, i, made))
+        with shielded(), recording() as new:  # a restart's engine, like the first, hears no stop signal but
+            env = make_one(env_seed(seed, rank, i, made))  # from this process
+        started[i] = [*new, *inherited.pop(i, ())]
+        return env
     envs: list = []
     try:
         for i in range(num_envs):
@@ -261,7 +279,9 @@ def seeded_vec(vec_cls, make_one, num_envs: int, seed: int, rank: int):
         for env in envs:
             env.close()
         raise
-    return vec_cls(envs, make)
+    vec = vec_cls(envs, make)
+    vec.started = started
+    return vec
 
 
 def offscreen(render_mode: str | None) -> None:

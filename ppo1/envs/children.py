@@ -69,3 +69,58 @@ def reaped() -> None:
     os.set_inheritable(reaper.stdin.fileno(), False)  # only this process holds the write end
     reaped.reaper = reaper  # kept for the life of the process: its pipe closes when the process ends
     os.environ[OWNER] = token
+
+
+def direct_children() -> set[int]:
+    """The processes this one started that have not been reaped (every thread's; Linux /proc, else empty)."""
+    found: set[int] = set()
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children") as f:
+                found.update(int(p) for p in f.read().split())
+        except OSError:  # a thread that ended meanwhile, or a kernel without the file: the slow way below
+            if not os.path.exists(f"/proc/self/task/{tid}"):
+                continue
+            from ppo1.launch import descendants
+            me = os.getpid()
+            return {p for p in descendants() if _parent(p) == me}
+    return found
+
+
+def _parent(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+        return int(stat[stat.rfind(")") + 2:].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@contextlib.contextmanager
+def recording():
+    """Yields a list that holds, once the body has run, the child processes this process started in it (an
+    env's engine or emulator server: what ppo1.envs.calls.CallTimer ends when a call of that env hangs)."""
+    before = direct_children()
+    started: list[int] = []
+    yield started
+    started.extend(sorted(direct_children() - before))
+
+
+def end(pids) -> list[int]:
+    """SIGKILL those of `pids` that are still below this process, with everything below them (never a process
+    that is not this one's: a pid reused since is left alone). Returns the pids signalled."""
+    from ppo1.launch import descendants
+    mine = set(descendants())
+    targets = [q for p in pids if p in mine for q in (p, *descendants(p))]
+    killed = []
+    for p in dict.fromkeys(targets):
+        try:
+            os.kill(p, signal.SIGKILL)
+            killed.append(p)
+        except OSError:
+            pass
+    return killed

@@ -1,0 +1,90 @@
+"""Where a rank waits in its envs. VecEnv.calling is (env index, "step" | "reset" | "make", its start on
+time.monotonic) while an env's call runs, None between calls: the first Ctrl-C's line and the watchdog's name
+it, and a CallTimer ends the processes an env started (ViZDoom's engine, an emulator server) when its step or
+reset runs past --env_step_timeout, so the env's blocking read fails, its step raises and VecEnv.restart makes
+it anew. One long-lived thread reads the slot: the step itself pays for a tuple and a clock read only."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Callable
+
+from ppo1.envs import children
+
+STUCK = 1.0  # seconds in one env call after which the first Ctrl-C's line says that the rank waits on it
+
+
+def describe(slot: tuple[int, str, float]) -> str:
+    """`env 2's step` of a VecEnv.calling slot."""
+    return f"env {slot[0]}'s {slot[1]}"
+
+
+def _say(line: str) -> None:
+    try:
+        os.write(2, (line + "\n").encode())
+    except OSError:  # a stderr that is gone
+        pass
+
+
+class CallTimer:
+    """Ends the processes an env started when its step or reset has run `timeout` s (0: never), with one
+    warning; an env that started none is said once to be waited on. `watch(venv)` gives it the envs."""
+
+    def __init__(self, timeout: float, rank: int = 0, say: Callable[[str], None] = _say,
+                 end: Callable[[list[int]], list[int]] = children.end, clock: Callable[[], float] = time.monotonic):
+        self.timeout, self.rank = timeout, rank
+        self.venv = None
+        self._say, self._end, self._clock = say, end, clock
+        self._handled = None  # the slot acted on (each call's slot is a new tuple)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watch(self, venv) -> None:
+        self.venv = venv
+
+    def start(self) -> "CallTimer":
+        if self.timeout > 0 and self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="ppo1-env-calls", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self._thread = None
+
+    def __enter__(self) -> "CallTimer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        while not self._stop.wait(min(1.0, max(self.timeout / 10, 0.05))):
+            self.check()
+
+    def check(self) -> bool:
+        """One look at the envs' call: act on a step or reset past the timeout (once per call). Returns
+        whether it acted."""
+        venv = self.venv
+        slot = getattr(venv, "calling", None)
+        if slot is None or slot is self._handled or slot[1] not in ("step", "reset"):
+            return False
+        ran = self._clock() - slot[2]
+        if self.timeout <= 0 or ran < self.timeout:
+            return False
+        self._handled = slot
+        if venv.calling is not slot:
+            return False  # the call returned meanwhile
+        ended = self._end(venv.started.get(slot[0], []))
+        where = f"ppo1: warning: rank {self.rank}: {describe(slot)} ran past --env_step_timeout {self.timeout:g} s"
+        if ended:
+            self._say(f"{where}: ended the {len(ended)} process(es) it started (pid {', '.join(map(str, ended))}), "
+                      "so that the call fails and the env is made anew (as --env_restarts allows)")
+        else:
+            self._say(f"{where} and started no process to end: the rank waits on it (a second Ctrl-C exits at "
+                      "once; --watchdog_timeout ends the run)")
+        return True
