@@ -67,10 +67,10 @@ def train(config: Config | None = None, *, fresh: bool = False, stop_after_itera
 
 
 def play(model_name: str = Config.model_name, checkpoint_dir: str = Config.checkpoint_dir, episodes: int = 10,
-         greedy: bool = False, log: Callable[[str], None] | None = print) -> list[float]:
-    """Play `episodes` whole games with the newest checkpoint of checkpoint_dir/model_name (sampled
-    actions, or the most probable with greedy=True). Returns their real scores (all lives, unclipped);
-    raises PPO1Error."""
+         greedy: bool = False, log: Callable[[str], None] | None = print, checkpoint: str = "latest") -> list[float]:
+    """Play `episodes` whole games with a checkpoint of checkpoint_dir/model_name: `checkpoint` is latest (the
+    newest), best (best.pt, the best evaluation of --eval_interval) or the path of a .pt file (sampled actions,
+    or the most probable with greedy=True). Returns their real scores (all lives, unclipped); raises PPO1Error."""
     from argparse import Namespace
 
     from ppo1.cli import build_config
@@ -78,5 +78,6 @@ def play(model_name: str = Config.model_name, checkpoint_dir: str = Config.check
 
     given = {"model_name": model_name, "checkpoint_dir": checkpoint_dir}
     config = build_config(Namespace(**given))  # the run's config.json, as --mode play reads it
-    games = play_games(config, given, _comm(), episodes, greedy=greedy, out=log or (lambda *a, **k: None))
+    games = play_games(config, given, _comm(), episodes, greedy=greedy, out=log or (lambda *a, **k: None),
+                       checkpoint=checkpoint)
     return [g.ret for g in games or []]

@@ -1,7 +1,9 @@
 """Checkpoints: atomic writes (temp file + fsync + rename), keep-last-k, safe loading, validation.
 
 A run directory holds `ckpt-<iteration>.pt` files, `latest.pt` (a hard link to the newest, a stable
-path for users) and `config.json`. Every file is written under a temporary name and renamed into
+path for users), `config.json` and, with --eval_interval, `best.pt` (the checkpoint of the best evaluation
+so far: the model and counters play and movie need, with its evaluation's score; never removed by
+--keep_checkpoints, never resumed from). Every file is written under a temporary name and renamed into
 place, so an interrupted save never leaves a partial file under a checkpoint's name and never
 destroys the previous checkpoint. Files load with `torch.load(..., weights_only=True)`: no pickled
 code from a checkpoint is ever run.
@@ -30,6 +32,7 @@ from ppo1.config import Config
 from ppo1.safeio import cause
 
 LATEST = "latest.pt"
+BEST = "best.pt"
 CONFIG = "config.json"
 FORMAT = 1
 RECENT = 100  # the mean return and length reported are over the last RECENT real games (all ranks)
@@ -110,11 +113,8 @@ def save(run_dir: str, state: TrainState, config: Config, keep: int = 3) -> str:
         text = config.to_json().encode() + b"\n"
         if _read_bytes(target) != text:  # unchanged (the usual case): nothing to write
             atomic_write(target, lambda f: f.write(text))
-        buffer = io.BytesIO()
-        torch.save(state.to_checkpoint(), buffer)  # in memory first: a failed write then raises OSError with its errno
-        data = buffer.getbuffer()
         target = path
-        atomic_write(path, lambda f: f.write(data))
+        data = _write_state(path, state)
         target = os.path.join(run_dir, LATEST)
         tmp = os.path.join(run_dir, f".{LATEST}.tmp{os.getpid()}")
         try:
@@ -138,6 +138,67 @@ def save(run_dir: str, state: TrainState, config: Config, keep: int = 3) -> str:
         except OSError:
             pass
     return path
+
+
+def _write_state(path: str, state: "TrainState") -> memoryview:
+    """Write `state` to `path` atomically (serialised in memory first: a failed write then raises OSError with
+    its errno). Returns the bytes written."""
+    buffer = io.BytesIO()
+    torch.save(state.to_checkpoint(), buffer)
+    data = buffer.getbuffer()
+    atomic_write(path, lambda f: f.write(data))
+    return data
+
+
+def save_best(run_dir: str, state: "TrainState") -> str:
+    """Write `state` (its `best` record set: the evaluation that made it the best) as run_dir/best.pt, atomically
+    as every checkpoint, without the optimizer and the ranks' games (play and movie do not need them; a run never
+    resumes from best.pt). Returns its path. Raises CheckpointWriteError; the previous best.pt is then intact."""
+    path = os.path.join(run_dir, BEST)
+    try:
+        _write_state(path, dataclasses.replace(state, optimizer=None, n_ranks=None, ranks=None))
+    except OSError as e:
+        raise CheckpointWriteError(f"{path}: {cause(e)}") from e
+    _fsync_dir(run_dir)
+    return path
+
+
+def best_record(run_dir: str) -> tuple[dict | None, str | None]:
+    """(the `best` record of run_dir/best.pt: the score and iteration of the best evaluation so far, or None
+    where there is no best.pt, and a problem in words where one exists but does not load)."""
+    path = os.path.join(run_dir, BEST)
+    if not os.path.lexists(path):
+        return None, None
+    try:
+        state = load(path)
+    except PPO1Error as e:
+        return None, str(e)
+    if state.best is None:
+        return None, f"{path} holds no evaluation score"
+    return state.best, None
+
+
+def resolve(run_dir: str, which: str) -> tuple[TrainState, str]:
+    """The checkpoint --checkpoint names, loaded: `latest` (the newest of run_dir, as load_newest), `best`
+    (run_dir/best.pt) or the path of a .pt file. Returns (state, path); raises PPO1Error in one line."""
+    if which in ("", "latest"):
+        if not os.path.isdir(run_dir):
+            raise PPO1Error(f"no run directory {run_dir}: train one first (--mode train), or point "
+                            f"--checkpoint_dir/--model_name at an existing run")
+        state, path, _problems = load_newest(run_dir)
+        if state is None:
+            raise PPO1Error(f"no checkpoint in {run_dir} (no latest.pt or ckpt-*.pt): train first (--mode train)")
+        return state, path
+    if which == "best":
+        path = os.path.join(run_dir, BEST)
+        if not os.path.lexists(path):
+            raise PPO1Error(f"--checkpoint best: no {BEST} in {run_dir}; training writes it with --eval_interval N "
+                            "(the checkpoint of the best evaluation so far)")
+        return load(path), path
+    if not os.path.isfile(which):
+        raise PPO1Error(f"--checkpoint={which!r}: no such file; give latest (the newest, the default), best, or the "
+                        "path of a ppo1 .pt checkpoint")
+    return load(which), which
 
 
 @dataclasses.dataclass
@@ -205,6 +266,7 @@ class TrainState:
     obs_shape: list[int] | None = None  # the observations the model reads (None in older checkpoints)
     action_nvec: list[int] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension (else None)
     model_io: dict | None = None  # the rest that sizes the model without an env (ModelIO; None in older checkpoints)
+    best: dict | None = None  # best.pt: its evaluation {"score", "iteration", "timesteps", "games", "greedy"}
 
     def to_checkpoint(self) -> dict:
         """The dict saved on disk (keys of format FORMAT; the parts that are None are left out)."""
@@ -213,7 +275,8 @@ class TrainState:
                 "recent_returns": [r for r, _ in self.recent], "recent_lengths": [n for _, n in self.recent],
                 "num_actions": self.num_actions, "n_actors": self.n_actors, "n_ranks": self.n_ranks,
                 "config": self.config, "ranks": self.ranks, "reward_norm": self.reward_norm,
-                "obs_shape": self.obs_shape, "action_nvec": self.action_nvec, "model_io": self.model_io}
+                "obs_shape": self.obs_shape, "action_nvec": self.action_nvec, "model_io": self.model_io,
+                "best": self.best}
         return {k: v for k, v in data.items() if v is not None}
 
     @classmethod
@@ -236,7 +299,7 @@ class TrainState:
                    optimizer=data.get("optimizer"), n_ranks=data.get("n_ranks"), ranks=data.get("ranks"),
                    reward_norm=data.get("reward_norm"), obs_shape=_shape(data.get("obs_shape"), "obs_shape", path),
                    action_nvec=_shape(data.get("action_nvec"), "action_nvec", path),
-                   model_io=ModelIO.check(data.get("model_io"), path))
+                   model_io=ModelIO.check(data.get("model_io"), path), best=_best(data.get("best"), path))
 
     def model_spec(self):
         """(obs_shape, action space, vec_dim, stacked) that build() takes for this checkpoint's model, read from
@@ -299,6 +362,16 @@ def _shape(value: Any, key: str, path: str) -> list[int] | None:
     naming `path`."""
     if value is not None and not (isinstance(value, list) and all(type(n) is int and n >= 1 for n in value)):
         raise PPO1Error(f"checkpoint {path} is corrupt: {key!r} is {value!r}, not a list of whole numbers")
+    return value
+
+
+def _best(value: Any, path: str) -> dict | None:
+    """A checkpoint's `best` record (best.pt's evaluation), or None; PPO1Error naming `path` when malformed."""
+    if value is None:
+        return None
+    if not (isinstance(value, dict) and isinstance(value.get("score"), float) and type(value.get("iteration")) is int
+            and value["iteration"] >= 0):
+        raise PPO1Error(f"checkpoint {path} is corrupt: 'best' is {value!r}")
     return value
 
 

@@ -54,6 +54,9 @@ _MODE_FLAGS = {
                "help": "play, movie: take the most probable action (argmax; of each dimension for MultiDiscrete "
                        "and MultiBinary actions) instead of sampling from the policy (sampling is the default, "
                        "as in ppo1)"}),
+    "checkpoint": (("play", "movie"), "latest", {"metavar": "WHICH",
+                   "help": "play, movie: the checkpoint: latest (the run's newest), best (its best.pt, the best "
+                           "evaluation of --eval_interval) or the path of a .pt file (default: latest)"}),
     "render": (("play",), False, {"action": "store_true",
                "help": "play: show the game in a window, when a display exists (else headless)"}),
     "max_frames": (("movie",), 0, {"type": _whole, "metavar": "N",
@@ -106,7 +109,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "run directory and checkpoints": ("model_name", "checkpoint_dir", "asset_dir", "fresh", "save_interval",
                                       "keep_checkpoints", "stop_after_iterations", "snapshot_interval",
                                       "video_interval", "video_max_frames"),
-    "play / movie / plot": ("episodes", "greedy", "render", "max_frames", "gif", "runs", "plot_x"),
+    "evaluation during training": ("eval_interval", "eval_episodes", "eval_greedy", "eval_max_steps"),
+    "play / movie / plot": ("checkpoint", "episodes", "greedy", "render", "max_frames", "gif", "runs", "plot_x"),
 }
 
 _CHOICES = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "precision": PRECISIONS,
@@ -262,11 +266,12 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
             return code
         elif args.mode == "play":
             from ppo1.play import play
-            play(config, _given_config_flags(args), comm, args.episodes, greedy=args.greedy, render=args.render)
+            play(config, _given_config_flags(args), comm, args.episodes, greedy=args.greedy, render=args.render,
+                 checkpoint=args.checkpoint)
         elif args.mode == "movie":
             from ppo1.movie import movie
             movie(config, _given_config_flags(args), comm, max_frames=args.max_frames, gif=args.gif,
-                  greedy=args.greedy)
+                  greedy=args.greedy, checkpoint=args.checkpoint)
         elif args.mode == "plot":
             from ppo1.plot import plot_mode
             error = None
@@ -289,7 +294,15 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
     except KeyboardInterrupt:
         say_line(f"ppo1: interrupted (rank {comm.rank})", sys.stderr)
         comm.abort(130)
-    except Exception:
+    except Exception as e:
+        from ppo1.envs.base import EnvRaised  # (not at the top: the --np launcher imports no env code)
+        if isinstance(e, EnvRaised):  # an env's own exception outside training's restarts (play, movie)
+            line = f"the env raised {e} ({e.where})"
+            if comm.size == 1:
+                print(f"ppo1: error: {line}", file=sys.stderr, flush=True)
+                return 2
+            say_line(f"ppo1: error on rank {comm.rank}: {line}", sys.stderr)
+            comm.abort(2)
         say_line(f"ppo1: unexpected error on rank {comm.rank}:\n{traceback.format_exc()}", sys.stderr)
         comm.abort(1)
     return 1

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field, fields
 
 from ppo1 import PPO1Error
-from ppo1.bounds import MAX_ENVS_PER_RANK, MAX_FRAMES
+from ppo1.bounds import MAX_ENVS_PER_RANK, MAX_EPISODES, MAX_FRAMES
 from ppo1.presets import (FRAME_FLAGS, PRESETS, PROCGEN_PRESET, RECURRENT_VECTOR, RECURRENT_VECTOR_ACTORS,
                            VECTOR_DEFAULTS, fast_budget, fast_envs_per_rank, fast_optim_batchsize)
 
@@ -136,6 +136,18 @@ class Config:
         " ranks wait meanwhile); 0 = no videos")
     video_max_frames: int = setting(18_000,
         "train: a video is cut after this many emulator frames (60 per second of game)")
+    eval_interval: int = setting(0,
+        "train: every N iterations, and after the last, the policy plays --eval_episodes whole games on envs of "
+        "its own, split over the ranks (progress.csv's eval_ columns, best.pt); 0 = off")
+    eval_episodes: int = setting(10,
+        "train: whole games per evaluation, as --mode play plays them (Procgen: on its unseen levels, and as "
+        "many again on its training levels)")
+    eval_greedy: bool = setting(False,
+        "train: evaluation takes the most probable action (argmax) instead of sampling from the policy (the "
+        "default, as --mode play)")
+    eval_max_steps: int = setting(27_000,
+        "train: an evaluation game is cut after this many agent steps and counted with its score so far "
+        "(27,000 = Atari's 108,000-frame limit), so an env that never ends cannot stall training")
     envs_per_rank: int = setting(1, "envs stepped together by each MPI rank (actors = ranks x envs_per_rank; "
                                       "--preset fast: 32 actors in all, 8 on PongNoFrameskip-v4, rounded up)")
     save_interval: int = setting(50, "iterations between checkpoints (one is always written at the end)")
@@ -406,6 +418,15 @@ class Config:
             bad("num_threads", "a whole number >= 0 (0 = automatic)")
         if not isinstance(self.snapshot_interval, int) or self.snapshot_interval < 0:
             bad("snapshot_interval", "a whole number >= 0 (0 = off)")
+        if not isinstance(self.eval_interval, int) or self.eval_interval < 0:
+            bad("eval_interval", "a whole number of iterations >= 0 (0 = off)")
+        if not isinstance(self.eval_episodes, int) or not 0 <= self.eval_episodes <= MAX_EPISODES:
+            bad("eval_episodes", f"a whole number from 1 to {MAX_EPISODES}")
+        if self.eval_interval and self.eval_episodes < 1:
+            bad("eval_episodes", f"a whole number from 1 to {MAX_EPISODES} with --eval_interval "
+                                 f"{self.eval_interval} (evaluation on)")
+        if not isinstance(self.eval_max_steps, int) or self.eval_max_steps < 1:
+            bad("eval_max_steps", "a whole number of agent steps >= 1")
         if not isinstance(self.video_interval, int) or self.video_interval < 0:
             bad("video_interval", "a whole number >= 0 (0 = no videos)")
         if not isinstance(self.video_max_frames, int) or not 1 <= self.video_max_frames <= MAX_FRAMES:

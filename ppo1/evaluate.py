@@ -9,7 +9,7 @@ that training uses.
 from __future__ import annotations
 
 import dataclasses
-import os
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -38,10 +38,13 @@ class Trained:
     iteration: int
     timesteps: int
     obs_shape: tuple[int, ...] | None = None  # the observations the model reads (None: an older checkpoint)
+    best: dict | None = None  # best.pt: the evaluation that made it the best (TrainState.best)
 
     def describe(self) -> str:
-        """e.g. `checkpoints/pong/latest.pt (iteration 40, 40960 steps)`."""
-        return f"{self.path} (iteration {self.iteration}, {self.timesteps} steps)"
+        """e.g. `checkpoints/pong/latest.pt (iteration 40, 40960 steps)`; best.pt adds its evaluation's score."""
+        best = (f"; best evaluation, score {self.best['score']:.2f} over {self.best.get('games', '?')} games"
+                if self.best else "")
+        return f"{self.path} (iteration {self.iteration}, {self.timesteps} steps{best})"
 
     def check_env(self, env) -> None:
         """PPO1Error unless `env` (the one env play or movie makes) has the model's actions and observations:
@@ -57,16 +60,10 @@ def check_env_fits(where: str, num_actions: int, nvec, obs_shape, env_name: str,
     checkpoint.check_obs_shape(obs_shape, env.obs_shape, env_name)
 
 
-def _load_on_root(config: Config, given: dict) -> tuple[checkpoint.TrainState, str, Config]:
-    """Rank 0's part of load_trained: (the newest checkpoint without its training-only parts, its path,
+def _load_on_root(config: Config, given: dict, which: str) -> tuple[checkpoint.TrainState, str, Config]:
+    """Rank 0's part of load_trained: (the checkpoint `which` names without its training-only parts, its path,
     its config with the evaluation flags applied). Raises PPO1Error."""
-    run_dir = config.run_dir
-    if not os.path.isdir(run_dir):
-        raise PPO1Error(f"no run directory {run_dir}: train one first (--mode train), or point "
-                        f"--checkpoint_dir/--model_name at an existing run")
-    state, path, _problems = checkpoint.load_newest(run_dir)
-    if state is None:
-        raise PPO1Error(f"no checkpoint in {run_dir} (no latest.pt or ckpt-*.pt): train first (--mode train)")
+    state, path = checkpoint.resolve(config.run_dir, which)
     saved = Config.from_dict(state.config)
     for name, value in sorted(given.items()):
         if name not in EVAL_FLAGS and value != getattr(saved, name):
@@ -78,8 +75,9 @@ def _load_on_root(config: Config, given: dict) -> tuple[checkpoint.TrainState, s
     return dataclasses.replace(state, optimizer=None, ranks=None), path, saved
 
 
-def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
-    """The newest checkpoint of config.run_dir as a policy, on every rank.
+def load_trained(config: Config, given: dict, comm: Comm, which: str = "latest") -> Trained:
+    """The checkpoint `which` names (checkpoint.resolve: `latest`, the newest of config.run_dir; `best`, its
+    best.pt; or a .pt file's path) as a policy, on every rank.
 
     `given` holds the Config flags given on the command line; any of them outside EVAL_FLAGS must
     match the checkpoint's saved value. Raises PPO1Error (on every rank) for a missing run,
@@ -89,7 +87,7 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
     try:
         device = select_device(config.device, comm.local_rank)
         if comm.is_root:
-            loaded = _load_on_root(config, given)
+            loaded = _load_on_root(config, given, which)
     except PPO1Error as e:
         error = e
     comm.agree(error)
@@ -106,7 +104,7 @@ def load_trained(config: Config, given: dict, comm: Comm) -> Trained:
     torch.set_num_threads(fit_threads(given.get("num_threads") or 1,
                                       (lambda m: print(m, flush=True)) if comm.is_root else (lambda m: None)))
     return Trained(policy, saved, path, state.iteration, state.timesteps,
-                   None if state.obs_shape is None else tuple(state.obs_shape))
+                   None if state.obs_shape is None else tuple(state.obs_shape), state.best)
 
 
 def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> ActorCritic:
@@ -187,18 +185,37 @@ def generator_for(seed: np.random.SeedSequence) -> torch.Generator:
     return torch.Generator().manual_seed(int(seed.generate_state(1, np.uint64)[0] >> 1))
 
 
+def games_of_rank(n: int, rank: int, size: int) -> list[int]:
+    """The (0-based) game numbers rank `rank` of `size` plays: round-robin."""
+    return list(range(rank, n, size))
+
+
 def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.Generator,
-               on_game: Callable[[Episode], None] = lambda ep: None) -> list[Episode]:
-    """Play n whole games in `env` (from make_eval_env). Returns their Episodes."""
+               on_game: Callable[[Episode], None] = lambda ep: None, max_steps: int = 0) -> list[Episode]:
+    """Play n whole games in `env` (from make_eval_env), from a reset. Returns their Episodes (see play_on)."""
+    return play_on(policy, env, env.reset(), n, greedy, generator, on_game, max_steps)[0]
+
+
+def play_on(policy: ActorCritic, env, obs: np.ndarray, n: int, greedy: bool, generator: torch.Generator,
+            on_game: Callable[[Episode], None] = lambda ep: None,
+            max_steps: int = 0) -> tuple[list[Episode], np.ndarray]:
+    """Play n whole games in `env` from its observation `obs` (the start of a game). A game longer than
+    `max_steps` agent steps (0 = no limit) is cut there: its Episode has the score so far and truncated=True, and
+    the env is reset. Returns (the games' Episodes, the observation that starts the next game)."""
     games: list[Episode] = []
-    obs, player = env.reset(), Player(policy, greedy, generator)
+    player, steps, start = Player(policy, greedy, generator), 0, time.time()
     while len(games) < n:
         obs, _reward, _done, episode = env.step(player(obs))
+        steps += 1
+        if episode is None and max_steps and steps >= max_steps:
+            episode = Episode(float(env.ep_return), steps, time.time() - start, truncated=True)
+            obs = env.reset()
         if episode is not None:
             games.append(episode)
             on_game(episode)
             player.new_game()
-    return games
+            steps, start = 0, time.time()
+    return games, obs
 
 
 def open_game(env_name: str, seed: np.random.SeedSequence,

@@ -21,10 +21,15 @@ from typing import Callable, Iterable, Iterator, TextIO
 
 from ppo1.safeio import AppendFile
 
+# The columns of an evaluation (--eval_interval; ppo1.evaluation), empty in the rows of iterations without one.
+# eval_*: the games --mode play plays (Procgen: its unseen levels); eval_train_*: Procgen's training levels.
+EVAL_COLUMNS = ("eval_return_mean", "eval_return_std", "eval_length_mean", "eval_games", "eval_steps",
+                "eval_seconds", "eval_train_return_mean", "eval_train_return_std")
+
 PROGRESS_COLUMNS = (
     "iteration", "timesteps", "episodes", "ep_return_mean", "ep_length_mean", "pol_loss", "vf_loss",
     "entropy", "approx_kl", "clipfrac", "explained_variance", "clip_param", "stepsize", "sps",
-    "time_elapsed", "time_env", "time_inference", "time_update", "time_comm", "epochs")
+    "time_elapsed", "time_env", "time_inference", "time_update", "time_comm", "epochs", *EVAL_COLUMNS)
 
 TIMERS = ("env", "inference", "update", "comm")  # Profile names: progress.csv's time_<name> columns
 
@@ -153,7 +158,7 @@ class ProgressLog:
         self._rows = 0
         self._csv = AppendFile(self.path, _csv_line(PROGRESS_COLUMNS), warn=self.note)
         self._csv.drop_torn_record()  # a kill or power loss in an earlier run's append
-        upgrade_header(self.path, PROGRESS_COLUMNS, warn=self.note)  # columns added since (epochs)
+        upgrade_header(self.path, PROGRESS_COLUMNS, warn=self.note)  # columns added since (epochs, eval_)
         self._csv.append(b"")  # the header, now
         # TensorBoard: this log's scalars, and the images of other writers (snapshots)
         self.events = EventFile(run_dir, start_step, warn=self.note) if tensorboard else None

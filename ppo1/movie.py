@@ -16,8 +16,9 @@ from ppo1.video import VIDEO_STREAM, Recording, describe, record_game
 
 
 def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: bool = False,
-          greedy: bool = False, out: Callable[[str], None] = print) -> Recording | None:
-    """Record one game of the newest checkpoint into the run's directory, checkpoint_dir/model_name/, or
+          greedy: bool = False, out: Callable[[str], None] = print, checkpoint: str = "latest") -> Recording | None:
+    """Record one game of the checkpoint `checkpoint` names (the newest, `best` or a .pt file's path:
+    ppo1.checkpoint.resolve) into the run's directory, checkpoint_dir/model_name/, or
     asset_dir/model_name/ when asset_dir is given (rank 0 only).
 
     Returns the Recording on rank 0, None on the other ranks.
@@ -31,13 +32,14 @@ def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: boo
         except PPO1Error as e:
             error = e
     comm.agree(error)
-    trained = load_trained(config, given, comm)
+    trained = load_trained(config, given, comm, checkpoint)
     if not comm.is_root:
         return None
     cfg = trained.config
     game = cfg.env_name.replace("/", "-").replace(":", "-")
     stem = os.path.join(cfg.asset_path(cfg.model_name),
-                        f"{game}_iter{trained.iteration}_{trained.timesteps}steps{'_greedy' if greedy else ''}")
+                        f"{game}_iter{trained.iteration}_{trained.timesteps}steps{'_best' if trained.best else ''}"
+                        f"{'_greedy' if greedy else ''}")
     out(f"ppo1: recording {cfg.env_name} with {trained.describe()}"
         f"{f', at most {max_frames} frames' if max_frames else ', one whole game'}")
     seed = np.random.SeedSequence([cfg.seed, VIDEO_STREAM, trained.iteration])

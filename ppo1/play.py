@@ -16,7 +16,7 @@ from ppo1 import PPO1Error
 from ppo1.config import Config
 from ppo1.distributed import Comm, say_line
 from ppo1.envs import EnvOptions, Episode, families, make_eval_env
-from ppo1.evaluate import fmt_score, generator_for, load_trained, play_games
+from ppo1.evaluate import fmt_score, games_of_rank, generator_for, load_trained, play_games
 
 # Seed streams of evaluation games, apart from the training envs' (seed, rank, env index) streams.
 PLAY_STREAM = 1_000_001
@@ -56,11 +56,6 @@ def x_server_answers(display: str) -> bool:
         return False
 
 
-def games_of_rank(n: int, rank: int, size: int) -> list[int]:
-    """The (0-based) game numbers rank `rank` of `size` plays: round-robin."""
-    return list(range(rank, n, size))
-
-
 def summary(games: list[Episode]) -> str:
     """One line: number of games, score mean ± std (min, max), length mean ± std."""
     rets = np.array([g.ret for g in games], np.float64)
@@ -77,15 +72,16 @@ def games_text(cfg: Config) -> str:
 
 
 def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = False,
-         render: bool = False, out: Callable[[str], None] = say_line) -> list[Episode] | None:
-    """Play `episodes` whole games with the newest checkpoint, split over the ranks.
+         render: bool = False, out: Callable[[str], None] = say_line, checkpoint: str = "latest") -> list[Episode] | None:
+    """Play `episodes` whole games with the checkpoint `checkpoint` names (the newest, `best` or a .pt file's
+    path: ppo1.checkpoint.resolve), split over the ranks.
 
     Every rank prints its games as they end; rank 0 prints the summary of all of them. Returns all
     games in game order on rank 0, None on the other ranks.
     """
     if episodes < 1:
         raise PPO1Error(f"--episodes={episodes} is invalid: must be a whole number >= 1")
-    trained = load_trained(config, given, comm)
+    trained = load_trained(config, given, comm, checkpoint)
     cfg = trained.config
     render_mode = None
     if comm.is_root:

@@ -1,4 +1,5 @@
-"""`--mode plot`: learning curves (mean return of the last 100 games) of one or more runs as a PNG.
+"""`--mode plot`: learning curves (mean return of the last 100 games) of one or more runs as a PNG, each with its
+evaluation curve beside it where the run evaluated (--eval_interval; Procgen: its unseen and training levels).
 
 A run is named by `--runs a,b`: each entry is a run name under --checkpoint_dir, a run directory or a
 progress.csv. Without --runs the run is --model_name. The x axis is agent steps (`--plot_x timesteps`)
@@ -31,13 +32,10 @@ def find_progress(entry: str, checkpoint_dir: str) -> tuple[str, str]:
     raise PPO1Error(f"--runs entry {entry!r} has no progress.csv (looked for {', '.join(candidates[1:])})")
 
 
-def read_curve(path: str) -> tuple[list[float], list[float], list[float]]:
-    """(timesteps, wall-clock hours, ep_return_mean) of a progress.csv, one point per iteration.
-
-    An iteration logged twice (a resumed run that repeated the iterations after its last
-    checkpoint) keeps its last row; elapsed time, which restarts at each resume, is made cumulative.
-    Rows without a finished game yet (no return) are left out.
-    """
+def _read_rows(path: str) -> list[dict]:
+    """The rows of a progress.csv, one per iteration, each with `hours` (cumulative wall-clock time) and its
+    columns as read. An iteration logged twice (a resumed run that repeated the iterations after its last
+    checkpoint) keeps its last row; elapsed time, which restarts at each resume, is made cumulative."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
@@ -50,17 +48,44 @@ def read_curve(path: str) -> tuple[list[float], list[float], list[float]]:
     parsed = []
     for row in rows:
         try:
-            parsed.append((int(row["iteration"]), float(row["time_elapsed"]), float(row["timesteps"]),
-                           _float(row["ep_return_mean"])))
+            parsed.append((int(row["iteration"]), float(row["time_elapsed"]), float(row["timesteps"]), row))
         except (TypeError, ValueError):
             continue
     kept: list[dict] = []
-    for (iteration, _, steps, ret), seconds in zip(parsed, cumulative_seconds(p[1] for p in parsed)):
+    for (iteration, _, steps, row), seconds in zip(parsed, cumulative_seconds(p[1] for p in parsed)):
         while kept and kept[-1]["iteration"] >= iteration:
             kept.pop()
-        kept.append({"iteration": iteration, "timesteps": steps, "hours": seconds / 3600.0, "ret": ret})
-    kept = [r for r in kept if not math.isnan(r["ret"])]
-    return [r["timesteps"] for r in kept], [r["hours"] for r in kept], [r["ret"] for r in kept]
+        kept.append({**row, "iteration": iteration, "timesteps": steps, "hours": seconds / 3600.0})
+    return kept
+
+
+def _column(rows: list[dict], column: str) -> tuple[list[float], list[float], list[float]]:
+    """(timesteps, hours, values) of the rows where `column` holds a number."""
+    points = [(r["timesteps"], r["hours"], _float(r.get(column))) for r in rows]
+    points = [p for p in points if not math.isnan(p[2])]
+    return [p[0] for p in points], [p[1] for p in points], [p[2] for p in points]
+
+
+def read_curve(path: str) -> tuple[list[float], list[float], list[float]]:
+    """(timesteps, wall-clock hours, ep_return_mean) of a progress.csv, one point per iteration (see
+    _read_rows). Rows without a finished game yet (no return) are left out."""
+    return _column(_read_rows(path), "ep_return_mean")
+
+
+# The evaluation curves of a progress.csv (--eval_interval): column -> what the legend calls it where the run
+# evaluates on two sets of games (Procgen's unseen and training levels) and where it evaluates on one.
+EVAL_CURVES = {"eval_train_return_mean": ("evaluation, training levels", None),
+               "eval_return_mean": ("evaluation, unseen levels", "evaluation")}
+
+
+def read_eval(path: str) -> list[tuple[str, tuple[list[float], list[float], list[float]]]]:
+    """The evaluation curves of a progress.csv: [(what the legend calls it, (timesteps, hours, mean return of
+    the evaluation's games))], none for a run without --eval_interval."""
+    rows = _read_rows(path)
+    curves = [(column, _column(rows, column)) for column in EVAL_CURVES]
+    curves = [(column, curve) for column, curve in curves if curve[2]]
+    both = len(curves) > 1
+    return [(EVAL_CURVES[column][0 if both else 1] or EVAL_CURVES[column][0], curve) for column, curve in curves]
 
 
 def _float(text: str | None) -> float:
@@ -115,22 +140,30 @@ def plot(entries: list[str], out_path: str, checkpoint_dir: str = "checkpoints",
         raise PPO1Error("--runs is empty: name at least one run")
     runs = [find_progress(e, checkpoint_dir) for e in entries]
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=100)
-    left_out = []
+    left_out, curves, evaluated = [], 0, False
     for label, path in runs:
         steps, hours, rets = read_curve(path)
+        evaluations = read_eval(path)
+        evaluated = evaluated or bool(evaluations)
+        color = None
         if rets:
-            ax.plot(steps if x == "timesteps" else hours, rets, label=label, linewidth=1.5)
-        else:
+            line, = ax.plot(steps if x == "timesteps" else hours, rets, label=label, linewidth=1.5)
+            color, curves = line.get_color(), curves + 1
+        for (what, (e_steps, e_hours, e_rets)), style in zip(evaluations, ("--", ":")):
+            line, = ax.plot(e_steps if x == "timesteps" else e_hours, e_rets, style, marker="o", markersize=3,
+                            color=color, label=f"{label}: {what}", linewidth=1.2)
+            color, curves = line.get_color(), curves + 1
+        if not rets and not evaluations:
             left_out.append(label)
     if len(left_out) == len(runs):
         plt.close(fig)
         raise PPO1Error(f"no finished game in {', '.join(p for _, p in runs)} yet: nothing to plot")
     games = _games([p for _, p in runs])
     ax.set_xlabel(_steps_label(games) if x == "timesteps" else "wall-clock hours")
-    ax.set_ylabel("mean return, last 100 games")
+    ax.set_ylabel("mean return, last 100 games" + ("; evaluations: their games" if evaluated else ""))
     ax.set_title(f"PPO (ppo1) on {', '.join(games) or 'ppo1'}")
     ax.grid(alpha=0.3)
-    if len(runs) - len(left_out) > 1:
+    if curves > 1:
         ax.legend()
     fig.tight_layout()
     tmp = os.path.join(os.path.dirname(os.path.abspath(out_path)), f".plot-{os.getpid()}.png")

@@ -23,7 +23,7 @@ from ppo1.safeio import cause, ensure_writable_dir
 LOCK = "train.lock"
 
 # Temporary files of an interrupted write (atomic_write's `.<name>.tmp<pid>`, a recording, a probe).
-_STALE = re.compile(r"^\.(?:(?:ckpt-\d+\.pt|latest\.pt|config\.json)\.tmp\d+|ppo1-write-test-.+"
+_STALE = re.compile(r"^\.(?:(?:ckpt-\d+\.pt|latest\.pt|best\.pt|config\.json)\.tmp\d+|ppo1-write-test-.+"
                     r"|recording-\d+\.(?:mp4|gif))$")
 
 

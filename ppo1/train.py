@@ -23,6 +23,7 @@ from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, Spares, make_vec_env
 from ppo1.envs.calls import STUCK, CallTimer
+from ppo1.evaluation import Evaluation
 from ppo1.launch import kill_descendants
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
@@ -145,6 +146,8 @@ class Trainer:
         self.restarts_said = 0  # the envs' restarts (VecEnv.restarts) warned of so far
         self.restart_iterations: list[int] = []  # the iteration of each env restart on this rank, resumes included
         self.calls = CallTimer(config.env_step_timeout, comm.rank)  # --env_step_timeout; setup gives it the envs
+        self.evaluation: Evaluation | None = None  # --eval_interval: this rank's evaluation envs
+        self.best: dict | None = None  # rank 0: best.pt's evaluation record (score, iteration), None before one
 
     def run(self) -> dict:
         """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after`
@@ -168,6 +171,7 @@ class Trainer:
                     seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
                                                       cfg.gamma, cfg.lam, seg.cut_values)  # GAE(lambda), TD(lambda)
                     stats = self.update(seg, hp)                                     # epochs x minibatches
+                    self.evaluate()                                                  # --eval_interval, best.pt
                     reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
                     self.record(seg, stats, hp)                                      # progress.csv, console, TB
                     final = self.maybe_save(reason)                                  # every save_interval, last
@@ -224,15 +228,29 @@ class Trainer:
                                                cfg.adam_epsilon)
             if comm.is_root:
                 saved, path = self._newest_checkpoint()
+                self._best_so_far()
+            if cfg.eval_interval:  # made once, here: an env that cannot be made stops the run before any work
+                self.evaluation = Evaluation(cfg, comm, saved.iteration if saved is not None else 0)
         except PPO1Error as e:
             error = e
         try:
             comm.agree(error)
         except PPO1Error:
+            if self.evaluation is not None:
+                self.evaluation.close()
             if self.lock is not None:  # refused before any work: no directory of only a lock file is left
                 self.lock.abandon()
             raise
         return comm.bcast((saved, path))
+
+    def _best_so_far(self) -> None:
+        """Rank 0: the score of the run's best.pt, so that a resumed run replaces it only with a better one."""
+        self.best, problem = checkpoint.best_record(self.config.run_dir)
+        if problem:
+            self.log(f"ppo1: warning: {problem}; the next evaluation replaces it")
+        elif self.best is not None and self.config.eval_interval:
+            self.log(f"ppo1: best evaluation so far: score {self.best['score']:.2f} at iteration "
+                     f"{self.best['iteration']} ({checkpoint.BEST})")
 
     def _newest_checkpoint(self) -> tuple[TrainState | None, str | None]:
         """Rank 0: the newest checkpoint that resumes and fits this run, or (None, None). Raises PPO1Error."""
@@ -427,6 +445,40 @@ class Trainer:
             self.video.maybe_record(self.policy, state.iteration, state.timesteps)
             self.snapshots.maybe_write(state.iteration, state.timesteps)
 
+    def evaluate(self) -> None:
+        """Collective, when due (--eval_interval, and after the last iteration): the policy after this iteration's
+        update plays the evaluation games (ppo1.evaluation); rank 0 records their columns, says a line, and keeps the
+        policy as best.pt when its score (the mean return of the games play plays) beats the best so far."""
+        state = self.state
+        if self.evaluation is None or not self.evaluation.due(state.iteration, self.n_iters):
+            return
+        self.wd.phase = f"evaluation ({self.config.eval_episodes} games)"
+        row = self.evaluation.run(self.policy, state.iteration, self.wd.beat)
+        if row is None:  # not rank 0
+            return
+        self.recorder.record(**row)
+        line = self.evaluation.line(state.iteration, state.timesteps, row)
+        score = float(row["eval_return_mean"])
+        if self.best is None or score > self.best["score"]:
+            line += self._save_best(score)
+        elif self.best is not None:
+            line += f"; best {self.best['score']:.2f} (iteration {self.best['iteration']})"
+        self.log(line)
+
+    def _save_best(self, score: float) -> str:
+        """Rank 0: write the policy as best.pt with its evaluation's record. Returns what the console line adds; a
+        best.pt that cannot be written is a warning there (the previous one is intact, and stays the best)."""
+        cfg, state = self.config, self.state
+        record = {"score": score, "iteration": state.iteration, "timesteps": state.timesteps,
+                  "games": cfg.eval_episodes, "greedy": cfg.eval_greedy}
+        best = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()), best=record)
+        try:
+            path = checkpoint.save_best(cfg.run_dir, best)
+        except checkpoint.CheckpointWriteError as e:
+            return f"; warning: the new best not written ({e}); the previous {checkpoint.BEST} is intact"
+        self.best = record
+        return f"; new best -> {path}"
+
     def stop_reason(self, stop: StopRequest) -> str | None:
         """Collective: why training stops after this iteration (a signal on any rank, --stop_after_iterations), or
         None to go on. A signal sets the exit code 128 + its number."""
@@ -495,6 +547,8 @@ class Trainer:
         cfg, state = self.config, self.state
         self.episode_log.close()
         self.venv.close()
+        if self.evaluation is not None:
+            self.evaluation.close()
         if self.comm.is_root:
             self.recorder.progress.close()
             self.lock.release()

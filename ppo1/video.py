@@ -25,6 +25,7 @@ import torch
 from ppo1 import PPO1Error
 from ppo1.config import Config
 from ppo1.envs import EnvOptions
+from ppo1.envs.base import EnvRaised
 from ppo1.evaluate import fmt_score, generator_for, open_game, stream_game
 from ppo1.policies import ActorCritic
 from ppo1.safeio import cause
@@ -173,6 +174,10 @@ class TrainingVideo:
         except OSError as e:  # disk full, videos/ not a directory ...: no video this time
             self.log(f"ppo1: warning: video at iteration {iteration} not written to {os.path.dirname(stem)}: "
                      f"{cause(e)}; training continues")
+            return None
+        except EnvRaised as e:  # the video's own env crashed (an engine that died): no video this time
+            self.log(f"ppo1: warning: video at iteration {iteration} not recorded: its env raised {e} "
+                     f"({e.where}); training continues")
             return None
         finally:
             torch.set_num_threads(threads)

@@ -47,6 +47,11 @@ def test_with_no_restarts_an_env_that_raises_is_one_line_with_its_traceback_in_t
     assert "Traceback" in trace.read_text() and 'raise RuntimeError("the emulator lost its state")' in trace.read_text()
     assert torch.load(tmp_path / "bad" / "latest.pt", weights_only=True)["iteration"] == 2
     assert os.path.exists(tmp_path / "bad" / "ckpt-00000002.pt")
+    # play's env raises in its 40th step too (its 5th game): one line naming where, no traceback
+    r = run_cli(["--mode", "play", "--episodes", "5", "--checkpoint_dir", str(tmp_path), "--model_name", "bad"])
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith(
+        "ppo1: error: the env raised RuntimeError: the emulator lost its state (")
+    assert "badenv.py" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_a_factory_that_exits_is_one_line_and_status_2_not_a_silent_0(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from conftest import decode
-from ppo1.metrics import PROGRESS_COLUMNS, ProgressLog
+from ppo1.metrics import EVAL_COLUMNS, PROGRESS_COLUMNS, ProgressLog
 
 
 def rows(path):
@@ -22,7 +22,8 @@ def test_tensorboard_holds_every_progress_column_and_every_game_at_its_timesteps
     events.Reload()
     progress = rows(run / "progress.csv")
     steps = [int(p["timesteps"]) for p in progress]
-    assert set(events.Tags()["scalars"]) >= {f"progress/{c}" for c in PROGRESS_COLUMNS if c != "timesteps"}
+    assert set(events.Tags()["scalars"]) >= {f"progress/{c}" for c in PROGRESS_COLUMNS
+                                             if c != "timesteps" and c not in EVAL_COLUMNS}  # no --eval_interval
     assert [e.step for e in events.Scalars("progress/iteration")] == steps == [256, 512, 768, 1024]
     for column in ("clip_param", "entropy", "sps"):
         assert [e.value for e in events.Scalars(f"progress/{column}")] == pytest.approx(
@@ -76,7 +77,7 @@ def test_training_with_video_interval_writes_bounded_videos_into_the_run(breakou
     assert len(re.findall(r"ppo1: video at iteration (2|4) \([\d.]+ s, other ranks waited\)", r.stdout)) == 2
 
 
-def test_a_progress_csv_of_before_the_epochs_column_gets_it_when_the_run_resumes(tmp_path):
+def test_a_progress_csv_of_before_the_epochs_and_eval_columns_gets_them_when_the_run_resumes(tmp_path):
     old_columns = PROGRESS_COLUMNS[:PROGRESS_COLUMNS.index("epochs")]
     old_rows = [[str(i)] + ["0.5"] * (len(old_columns) - 1) for i in (1, 2)]
     with open(tmp_path / "progress.csv", "w", newline="") as f:
@@ -87,8 +88,9 @@ def test_a_progress_csv_of_before_the_epochs_column_gets_it_when_the_run_resumes
     with open(tmp_path / "progress.csv", newline="") as f:
         table = list(csv.reader(f))
     assert table[0] == list(PROGRESS_COLUMNS)
-    assert table[1:3] == [r + [""] for r in old_rows]  # the old rows, their epochs unknown
-    assert len(table) == 4 and table[3][-1] == "2.5"
+    new = len(PROGRESS_COLUMNS) - len(old_columns)
+    assert table[1:3] == [r + [""] * new for r in old_rows]  # the old rows, their epochs and evaluations unknown
+    assert len(table) == 4 and table[3][PROGRESS_COLUMNS.index("epochs")] == "2.5"
     assert [r["iteration"] for r in rows(tmp_path / "progress.csv")] == ["1", "2", "3"]
     ProgressLog(str(tmp_path), out=open(os.devnull, "w"), tensorboard=False)  # already current: untouched
     with open(tmp_path / "progress.csv", newline="") as f:

@@ -61,6 +61,12 @@ class EnvRaised(Exception):
         super().__init__(first_line(error))
         self.error, self.trace = error, trace
 
+    @property
+    def where(self) -> str:
+        """The innermost line of the env's code that raised, as `file:line in function`."""
+        frames = traceback.extract_tb(self.error.__traceback__)
+        return f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else "no traceback"
+
 
 def env_call(fn, *args):
     """fn(*args), a call into the user's env (its step or reset, an engine's): what it raises comes out as

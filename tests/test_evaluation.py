@@ -1,0 +1,106 @@
+"""--eval_interval: evaluation games during training, their columns and line, best.pt, --checkpoint best; training
+bit-identical with or without evaluation."""
+import csv
+import dataclasses
+import os
+
+import pytest
+import torch
+
+from conftest import run_cli
+from ppo1 import PPO1Error, checkpoint
+from ppo1.config import Config
+from ppo1.distributed import Comm
+from ppo1.plot import read_eval
+from ppo1.train import train
+
+
+def rows(run_dir) -> list[dict]:
+    with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_a_two_rank_run_evaluates_each_iteration_keeps_the_best_as_best_pt_and_plays_it(tmp_path):
+    # 2 ranks x 2 envs, 3 iterations of CartPole, 3 evaluation games each time (2 on rank 0, 1 on rank 1)
+    r = run_cli(["--env_name", "CartPole-v1", "--env_steps", "1536", "--timesteps_per_actorbatch", "128",
+                 "--envs_per_rank", "2", "--num_threads", "1", "--eval_interval", "1", "--eval_episodes", "3",
+                 "--keep_checkpoints", "1", "--save_interval", "1", "--checkpoint_dir", str(tmp_path),
+                 "--model_name", "cp"], np_=2)
+    assert r.returncode == 0, r.stderr
+    run_dir = tmp_path / "cp"
+    progress = rows(run_dir)
+    assert [int(p["eval_games"]) for p in progress] == [3, 3, 3]
+    for p in progress:  # CartPole: one reward a step, so a game's score is its length
+        assert float(p["eval_return_mean"]) == pytest.approx(float(p["eval_length_mean"]))
+        assert int(p["eval_steps"]) == round(3 * float(p["eval_length_mean"])) and float(p["eval_seconds"]) > 0
+        assert p["eval_train_return_mean"] == ""  # CartPole's evaluation games are its training games
+    lines = [line for line in r.stdout.splitlines() if line.startswith("ppo1: evaluation at iteration")]
+    assert len(lines) == 3 and "3 games" in lines[0] and "sampled actions" in lines[0] and "new best" in lines[0]
+    # best.pt: the first evaluation of the highest score, with its score and iteration; kept by --keep_checkpoints 1
+    scores = [float(p["eval_return_mean"]) for p in progress]
+    best = checkpoint.load(str(run_dir / "best.pt"))
+    assert best.best["score"] == pytest.approx(max(scores)) and best.iteration == scores.index(max(scores)) + 1
+    assert best.best["iteration"] == best.iteration and best.optimizer is None
+    assert sorted(os.listdir(run_dir)).count("best.pt") == 1 and checkpoint.list_checkpoints(str(run_dir)) == [
+        checkpoint.checkpoint_path(str(run_dir), 3)]
+    # play takes it, a .pt file's path, or the newest
+    r = run_cli(["--mode", "play", "--checkpoint", "best", "--checkpoint_dir", str(tmp_path), "--model_name", "cp",
+                 "--episodes", "1"])
+    assert r.returncode == 0, r.stderr
+    assert f"best.pt (iteration {best.iteration}" in r.stdout and "best evaluation, score" in r.stdout
+    # the plot's evaluation curve: one point per evaluation
+    [(what, (steps, _hours, rets))] = read_eval(str(run_dir / "progress.csv"))
+    assert what == "evaluation" and rets == pytest.approx(scores) and steps == [512.0, 1024.0, 1536.0]
+    # a resumed run knows the best so far: a better best.pt is never replaced by a worse one
+    better = dataclasses.replace(best, best={**best.best, "score": 1e9})
+    checkpoint.save_best(str(run_dir), better)
+    config = checkpoint.load_config(str(run_dir))
+    said = []
+    train(dataclasses.replace(config, env_steps=2048, envs_per_rank=4), Comm(None), log=said.append)  # same actors
+    assert checkpoint.load(str(run_dir / "best.pt")).best["score"] == 1e9
+    assert any("best evaluation so far: score 1000000000.00" in line for line in said)
+    assert [int(p["iteration"]) for p in rows(run_dir) if p["eval_games"]][-1] == 4
+
+
+def test_training_is_bit_identical_with_or_without_evaluation_of_a_recurrent_policy(tmp_path, capsys):
+    # --rnn lstm on the cue task (games of 9 steps): evaluations after iterations 2 and 3 (the last), cut at 5 steps
+    common = dict(env_name="tests.memoryenv:make", rnn="lstm", env_steps=768, timesteps_per_actorbatch=64,
+                  envs_per_rank=4, deterministic=True, checkpoint_dir=str(tmp_path))
+    plain = Config.for_preset(model_name="plain", **common)
+    evaluated = dataclasses.replace(plain, model_name="evaluated", eval_interval=2, eval_episodes=4, eval_max_steps=5)
+    train(plain, Comm(None), log=lambda *a: None)
+    capsys.readouterr()
+    train(evaluated, Comm(None), log=lambda *a: None)
+    said = capsys.readouterr().out.splitlines()  # the console: rank 0's table and lines
+    a, b = (checkpoint.load(str(tmp_path / name / "latest.pt"), resume=True) for name in ("plain", "evaluated"))
+    assert a.iteration == b.iteration == 3
+    for name in a.model:
+        assert torch.equal(a.model[name], b.model[name]), name
+    assert torch.equal(a.ranks[0]["rnn_state"], b.ranks[0]["rnn_state"])  # the training envs' memories
+    assert torch.equal(a.ranks[0]["torch_rng"], b.ranks[0]["torch_rng"])  # the global RNG, untouched
+    assert list(a.recent) == list(b.recent)  # the training games
+    progress = rows(tmp_path / "evaluated")
+    assert [p["eval_games"] for p in progress] == ["", "4", "4"]
+    assert all(float(p["eval_length_mean"]) == 5.0 for p in progress[1:])  # every game cut at --eval_max_steps
+    assert sum("4 cut at --eval_max_steps" in line for line in said) == 2
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(eval_interval=-1), "--eval_interval=-1 is invalid"),
+    (dict(eval_interval=5, eval_episodes=0), "--eval_episodes=0 is invalid: must be a whole number from 1 to"),
+    (dict(eval_max_steps=0), "--eval_max_steps=0 is invalid"),
+])
+def test_bad_evaluation_settings_are_refused_in_one_line(change, message):
+    with pytest.raises(PPO1Error, match=message) as e:
+        dataclasses.replace(Config(), **change).validate()
+    assert "\n" not in str(e.value)
+    dataclasses.replace(Config(), eval_episodes=0).validate()  # no evaluation: no games needed
+
+
+def test_checkpoint_best_without_best_pt_or_a_missing_path_is_refused_in_one_line(tmp_path):
+    with pytest.raises(PPO1Error, match=r"--checkpoint best: no best.pt in .*--eval_interval N"):
+        checkpoint.resolve(str(tmp_path), "best")
+    with pytest.raises(PPO1Error, match=r"--checkpoint='nope.pt': no such file; give latest .*, best, or the path"):
+        checkpoint.resolve(str(tmp_path), "nope.pt")
+    r = run_cli(["--mode", "play", "--checkpoint", "best", "--checkpoint_dir", str(tmp_path), "--model_name", "x"])
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no best.pt" in r.stderr
