@@ -129,7 +129,7 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
         finally:
             env.close()
     policy = build(saved.model_type, actions, shape, frame_norm=saved.frame_norm, vec_dim=vec_dim, rnn=saved.rnn,
-                   rnn_size=saved.rnn_size, stacked=stacked)
+                   rnn_size=saved.rnn_size, stacked=stacked, rnn_critic=saved.rnn_critic)
     try:
         policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
     except RuntimeError as e:  # a checkpoint without obs_shape, of another env
