@@ -2,7 +2,9 @@
 
 `play` and `movie` (and the videos taken during training) are peers that build on this module; none
 of them imports another mode. Games here are whole (all lives, unclipped score, no life-loss resets:
-`AtariEnv(episode_life=False)`); envs with vector observations play their own episodes (`GymEnv`).
+`AtariEnv(episode_life=False)`); envs with vector observations play their own episodes (`GymEnv`). A
+recurrent policy's memory starts afresh where its training started an episode: at each game's start and,
+for a run trained with --episode_life (Atari's default), at each life the env says it lost (`life_lost`).
 Actions are sampled with a generator of their own, so evaluation never moves the global torch RNG
 that training uses.
 """
@@ -168,14 +170,21 @@ def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator:
 
 class Player:
     """Chooses the actions of one game after another: a recurrent policy's state is carried from step to
-    step and starts from zeros at each game's start (`new_game`)."""
+    step and starts from zeros where training's did, at each game's start and, with `episode_life` (the
+    run trained with --episode_life: a lost life ended its episodes), at each life lost (`after_step`)."""
 
-    def __init__(self, policy: ActorCritic, greedy: bool, generator: torch.Generator):
-        self.policy, self.greedy, self.generator = policy, greedy, generator
+    def __init__(self, policy: ActorCritic, greedy: bool, generator: torch.Generator, episode_life: bool = False):
+        self.policy, self.greedy, self.generator, self.episode_life = policy, greedy, generator, episode_life
         self.new_game()
 
     def new_game(self) -> None:
         self.state = self.policy.initial_state(1, next(self.policy.parameters()).device)
+
+    def after_step(self, env, episode: Episode | None) -> None:
+        """What env.step returned of the game: its end (`episode`), or a lost life (the env's `life_lost`,
+        which only Atari's AtariEnv sets) where training started an episode afresh: zeros."""
+        if episode is not None or (self.episode_life and getattr(env, "life_lost", False)):
+            self.new_game()
 
     def __call__(self, obs: np.ndarray):
         action, self.state = choose_action(self.policy, obs, self.greedy, self.generator, self.state)
@@ -188,16 +197,17 @@ def generator_for(seed: np.random.SeedSequence) -> torch.Generator:
 
 
 def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.Generator,
-               on_game: Callable[[Episode], None] = lambda ep: None) -> list[Episode]:
-    """Play n whole games in `env` (from make_eval_env). Returns their Episodes."""
+               on_game: Callable[[Episode], None] = lambda ep: None, episode_life: bool = False) -> list[Episode]:
+    """Play n whole games in `env` (from make_eval_env). Returns their Episodes. episode_life: the run trained
+    with --episode_life (a recurrent policy's memory then starts afresh at each life lost, as there)."""
     games: list[Episode] = []
-    obs, player = env.reset(), Player(policy, greedy, generator)
+    obs, player = env.reset(), Player(policy, greedy, generator, episode_life)
     while len(games) < n:
         obs, _reward, _done, episode = env.step(player(obs))
+        player.after_step(env, episode)
         if episode is not None:
             games.append(episode)
             on_game(episode)
-            player.new_game()
     return games
 
 
@@ -218,18 +228,20 @@ def open_game(env_name: str, seed: np.random.SeedSequence,
 
 def stream_game(policy: ActorCritic, env, obs: np.ndarray | None, sink: Callable[[np.ndarray], None],
                 generator: torch.Generator, greedy: bool = False,
-                enough: Callable[[], bool] = lambda: False) -> tuple[float, int, bool]:
+                enough: Callable[[], bool] = lambda: False, episode_life: bool = False) -> tuple[float, int, bool]:
     """Play one game of an env from open_game, handing every frame to `sink` ((H, W, 3) uint8) as it
-    is drawn, until the game ends or `enough()`. Returns (real score so far, agent steps, finished)."""
+    is drawn, until the game ends or `enough()`. Returns (real score so far, agent steps, finished).
+    episode_life: as play_games'."""
     tapped = hasattr(env, "tap")  # an env that hands over every frame it draws (Atari's emulator frames)
     if tapped:
         env.tap(sink)
         obs = env.reset()
     else:
         sink(env.rgb())
-    finished, steps, episode, player = False, 0, None, Player(policy, greedy, generator)
+    finished, steps, episode, player = False, 0, None, Player(policy, greedy, generator, episode_life)
     while not finished and not enough():
         obs, _reward, _done, episode = env.step(player(obs))
+        player.after_step(env, episode)
         steps += 1
         finished = episode is not None
         if not tapped and not finished:  # a finished GymEnv has already reset: skip that frame
