@@ -525,6 +525,10 @@ def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
         asked = "--rnn none" if config.rnn == "none" else f"--rnn {config.rnn} --rnn_size {config.rnn_size}"
         raise PPO1Error(f"{path} holds a model with {held}, not {asked}: resume with the run's own --rnn, or "
                         "give --fresh to start a new run")
+    if config.rnn != "none" and saved.rnn_critic != config.rnn_critic:
+        raise PPO1Error(f"{path} holds a model whose value head reads {CRITIC_NAMES[saved.rnn_critic]}, not "
+                        f"--rnn_critic {config.rnn_critic}: resume with the run's own --rnn_critic, or give --fresh "
+                        "to start a new run")
     check_actions(path, (state.num_actions, state.action_nvec), config.env_name, (num_actions, action_nvec))
     if n_actors and state.n_actors != n_actors:
         raise PPO1Error(f"{path} was trained with {state.n_actors} actors (ranks x envs_per_rank), "
@@ -532,6 +536,7 @@ def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
 
 
 CORE_NAMES = {"lstm": "an LSTM", "gru": "a GRU"}
+CRITIC_NAMES = {"shared": "the policy's core", "separate": "a core of its own"}
 
 
 def check_obs_shape(saved: list[int] | tuple[int, ...] | None, obs_shape: tuple[int, ...] | None,

@@ -18,6 +18,7 @@ INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
 PRECISIONS = ("fp32", "bf16", "auto")
 RNN_CHOICES = ("none", "lstm", "gru")
+RNN_CRITICS = ("shared", "separate")
 AUTO_BPTT = 32  # --bptt_len 0: the largest divisor of T up to this (T itself when T <= AUTO_BPTT) ...
 MIN_AUTO_BPTT = 8  # ... and from this: shorter chunks cut backprop through time short, so only on request
 FRAME_NORMS = ("scale", "center")
@@ -120,6 +121,9 @@ class Config:
         "carried across steps and zeroed at each episode's start. For games a few frames do not show whole "
         "(partial observability: what happened long ago matters), usually with --frame_stack 1")
     rnn_size: int = setting(256, "units of the --rnn core")
+    rnn_critic: str = setting("shared",
+        "--rnn: the value head reads the policy's core (shared) or a core of its own on the same features "
+        "(separate: ppo_lstm's, sb3-contrib RecurrentPPO's default; the state doubles)")
     bptt_len: int = setting(0,
         "--rnn: the update replays each env's steps in chunks of this many (backprop through time within one), in as "
         "many minibatches as without --rnn; it divides T; 0 = T's largest divisor from 8 to 32 (T <= 32: T)")
@@ -406,6 +410,8 @@ class Config:
             bad("model_type", f"one of {', '.join(MODEL_TYPES)}")
         if self.rnn not in RNN_CHOICES:
             bad("rnn", f"one of {', '.join(RNN_CHOICES)}")
+        if self.rnn_critic not in RNN_CRITICS:
+            bad("rnn_critic", f"one of {', '.join(RNN_CRITICS)}")
         if self.rnn != "none" and self.compile:
             raise PPO1Error(f"--compile is not supported with --rnn {self.rnn}: leave one of them out")
         if self.precision not in PRECISIONS:
@@ -567,6 +573,9 @@ def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
             why += "; with --rnn lstm or gru it takes --frame_stack"
         raise PPO1Error(f"--{frame_flags[0]} is for image-observation envs other than Atari and Procgen, not "
                         f"{env_name} ({why})")
+    if given.get("rnn_critic") == "separate" and not recurrent:
+        raise PPO1Error("--rnn_critic separate gives the value head a recurrent core of its own: give --rnn lstm or "
+                        "gru with it")
     if "episode_life" in given and not family.episode_life:
         raise PPO1Error(f"--episode_life is for Atari games (a lost life), not {env_name}")
     if given.get("max_episode_steps") and family.time_limit_why:

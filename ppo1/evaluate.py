@@ -2,7 +2,9 @@
 
 `play` and `movie` (and the videos taken during training) are peers that build on this module; none
 of them imports another mode. Games here are whole (all lives, unclipped score, no life-loss resets:
-`AtariEnv(episode_life=False)`); envs with vector observations play their own episodes (`GymEnv`).
+`AtariEnv(episode_life=False)`); envs with vector observations play their own episodes (`GymEnv`). A
+recurrent policy's memory starts afresh where its training started an episode: at each game's start and,
+for a run trained with --episode_life (Atari's default), at each life the env says it lost (`life_lost`).
 Actions are sampled with a generator of their own, so evaluation never moves the global torch RNG
 that training uses.
 """
@@ -127,7 +129,7 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
         finally:
             env.close()
     policy = build(saved.model_type, actions, shape, frame_norm=saved.frame_norm, vec_dim=vec_dim, rnn=saved.rnn,
-                   rnn_size=saved.rnn_size, stacked=stacked)
+                   rnn_size=saved.rnn_size, stacked=stacked, rnn_critic=saved.rnn_critic)
     try:
         policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
     except RuntimeError as e:  # a checkpoint without obs_shape, of another env
@@ -166,14 +168,21 @@ def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator:
 
 class Player:
     """Chooses the actions of one game after another: a recurrent policy's state is carried from step to
-    step and starts from zeros at each game's start (`new_game`)."""
+    step and starts from zeros where training's did, at each game's start and, with `episode_life` (the
+    run trained with --episode_life: a lost life ended its episodes), at each life lost (`after_step`)."""
 
-    def __init__(self, policy: ActorCritic, greedy: bool, generator: torch.Generator):
-        self.policy, self.greedy, self.generator = policy, greedy, generator
+    def __init__(self, policy: ActorCritic, greedy: bool, generator: torch.Generator, episode_life: bool = False):
+        self.policy, self.greedy, self.generator, self.episode_life = policy, greedy, generator, episode_life
         self.new_game()
 
     def new_game(self) -> None:
         self.state = self.policy.initial_state(1, next(self.policy.parameters()).device)
+
+    def after_step(self, env, episode: Episode | None) -> None:
+        """What env.step returned of the game: its end (`episode`), or a lost life (the env's `life_lost`,
+        which only Atari's AtariEnv sets) where training started an episode afresh: zeros."""
+        if episode is not None or (self.episode_life and getattr(env, "life_lost", False)):
+            self.new_game()
 
     def __call__(self, obs: np.ndarray):
         action, self.state = choose_action(self.policy, obs, self.greedy, self.generator, self.state)
@@ -191,29 +200,31 @@ def games_of_rank(n: int, rank: int, size: int) -> list[int]:
 
 
 def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.Generator,
-               on_game: Callable[[Episode], None] = lambda ep: None, max_steps: int = 0) -> list[Episode]:
+               on_game: Callable[[Episode], None] = lambda ep: None, max_steps: int = 0,
+               episode_life: bool = False) -> list[Episode]:
     """Play n whole games in `env` (from make_eval_env), from a reset. Returns their Episodes (see play_on)."""
-    return play_on(policy, env, env.reset(), n, greedy, generator, on_game, max_steps)[0]
+    return play_on(policy, env, env.reset(), n, greedy, generator, on_game, max_steps, episode_life)[0]
 
 
 def play_on(policy: ActorCritic, env, obs: np.ndarray, n: int, greedy: bool, generator: torch.Generator,
-            on_game: Callable[[Episode], None] = lambda ep: None,
-            max_steps: int = 0) -> tuple[list[Episode], np.ndarray]:
+            on_game: Callable[[Episode], None] = lambda ep: None, max_steps: int = 0,
+            episode_life: bool = False) -> tuple[list[Episode], np.ndarray]:
     """Play n whole games in `env` from its observation `obs` (the start of a game). A game longer than
     `max_steps` agent steps (0 = no limit) is cut there: its Episode has the score so far and truncated=True, and
-    the env is reset. Returns (the games' Episodes, the observation that starts the next game)."""
+    the env is reset. episode_life: the run trained with --episode_life (a recurrent policy's memory then starts
+    afresh at each life lost, as there). Returns (the games' Episodes, the observation that starts the next game)."""
     games: list[Episode] = []
-    player, steps, start = Player(policy, greedy, generator), 0, time.time()
+    player, steps, start = Player(policy, greedy, generator, episode_life), 0, time.time()
     while len(games) < n:
         obs, _reward, _done, episode = env.step(player(obs))
         steps += 1
         if episode is None and max_steps and steps >= max_steps:
             episode = Episode(float(env.ep_return), steps, time.time() - start, truncated=True)
             obs = env.reset()
+        player.after_step(env, episode)
         if episode is not None:
             games.append(episode)
             on_game(episode)
-            player.new_game()
             steps, start = 0, time.time()
     return games, obs
 
@@ -235,18 +246,20 @@ def open_game(env_name: str, seed: np.random.SeedSequence,
 
 def stream_game(policy: ActorCritic, env, obs: np.ndarray | None, sink: Callable[[np.ndarray], None],
                 generator: torch.Generator, greedy: bool = False,
-                enough: Callable[[], bool] = lambda: False) -> tuple[float, int, bool]:
+                enough: Callable[[], bool] = lambda: False, episode_life: bool = False) -> tuple[float, int, bool]:
     """Play one game of an env from open_game, handing every frame to `sink` ((H, W, 3) uint8) as it
-    is drawn, until the game ends or `enough()`. Returns (real score so far, agent steps, finished)."""
+    is drawn, until the game ends or `enough()`. Returns (real score so far, agent steps, finished).
+    episode_life: as play_games'."""
     tapped = hasattr(env, "tap")  # an env that hands over every frame it draws (Atari's emulator frames)
     if tapped:
         env.tap(sink)
         obs = env.reset()
     else:
         sink(env.rgb())
-    finished, steps, episode, player = False, 0, None, Player(policy, greedy, generator)
+    finished, steps, episode, player = False, 0, None, Player(policy, greedy, generator, episode_life)
     while not finished and not enough():
         obs, _reward, _done, episode = env.step(player(obs))
+        player.after_step(env, episode)
         steps += 1
         finished = episode is not None
         if not tapped and not finished:  # a finished GymEnv has already reset: skip that frame

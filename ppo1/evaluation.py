@@ -96,7 +96,8 @@ class Evaluation:
                 def on_game(_episode: Episode) -> None:
                     beat()
                 episodes, games.obs = self._call(play_on, iteration, policy, games.env, games.obs, len(mine),
-                                                 cfg.eval_greedy, games.generator, on_game, cfg.eval_max_steps)
+                                                 cfg.eval_greedy, games.generator, on_game, cfg.eval_max_steps,
+                                                 cfg.episode_life)
                 played[games.prefix] = [(n, e.ret, e.length, e.truncated) for n, e in zip(mine, episodes)]
         finally:
             torch.set_num_threads(threads)

@@ -117,7 +117,8 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
         where = f" (rank {comm.rank})" if comm.size > 1 else ""
         out(f"game {number + 1}/{episodes}: score {fmt_score(ep.ret)}, {ep.length} agent steps{cut}{where}")
 
-    games = play_games(trained.policy, env, len(mine), greedy, generator_for(torch_seed), report) if mine else []
+    games = play_games(trained.policy, env, len(mine), greedy, generator_for(torch_seed), report,
+                       episode_life=cfg.episode_life) if mine else []
     env.close()
     gathered = comm.gather(list(zip(mine, games)))
     if not comm.is_root:

@@ -13,7 +13,9 @@ state-independent log-std (Box actions) and a value. Linear layers use baselines
 
 With `--rnn lstm` or `gru`, a RecurrentCore (one layer of `--rnn_size`) sits between the torso and the heads:
 the policy then carries a state per env (zeros at each episode's start) and replays the rollout's chunks
-of steps in the update from the states saved at their starts (`replay`).
+of steps in the update from the states saved at their starts (`replay`). With `--rnn_critic separate` the
+value head reads a second core of its own (`critic_core`, on the same torso features), as sb3-contrib's
+RecurrentPPO with enable_critic_lstm: the state is then the policy core's followed by the critic core's.
 
 Every policy has `step(obs, state) -> (distribution, value, state)` and `act(obs, greedy, state) -> (action,
 logp, value, state)` (state None without a core); feed-forward ones also `dist(obs) -> (distribution, value)`.
@@ -52,6 +54,7 @@ def _linear(n_in: int, n_out: int, std: float) -> nn.Linear:
 
 
 RNN_KINDS = ("lstm", "gru")
+RNN_CRITICS = ("shared", "separate")  # --rnn_critic: the value head reads the policy's core, or a core of its own
 
 
 class ActorCritic(nn.Module):
@@ -66,6 +69,7 @@ class ActorCritic(nn.Module):
     def __init__(self):
         super().__init__()
         self.core: RecurrentCore | None = None  # --rnn lstm / gru
+        self.critic_core: RecurrentCore | None = None  # --rnn_critic separate: the value head's own core
         self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16 (CnnPolicy.features)
         self.relabelling = False  # Batch.relabel: pi_old in the update's precision, without gradients
 
@@ -73,9 +77,27 @@ class ActorCritic(nn.Module):
         """obs (B, ...) -> the torso's features (B, F)."""
         raise NotImplementedError
 
-    def heads(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Features (B, F) (the core's outputs, with --rnn) -> (distribution parameters (B, ...), value (B,))."""
+    def heads(self, h: torch.Tensor, h_vf: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features (B, F) (the core's outputs, with --rnn) -> (distribution parameters (B, ...), value (B,));
+        h_vf: the value head's own features (the critic core's outputs), else it reads h."""
         raise NotImplementedError
+
+    def _add_cores(self, kind: str, n_in: int, size: int, critic: str) -> int:
+        """--rnn `kind` (not none): the policy's core of `size` units on n_in features and, with critic
+        `separate`, the value head's own. Returns the features the heads read (size)."""
+        if critic not in RNN_CRITICS:
+            raise PPO1Error(f"--rnn_critic={critic!r} is invalid: must be one of {', '.join(RNN_CRITICS)}")
+        self.core = RecurrentCore(kind, n_in, size)
+        if critic == "separate":
+            self.critic_core = RecurrentCore(kind, n_in, size)
+        return size
+
+    @property
+    def state_size(self) -> int:
+        """The width of the recurrent state: the core's, plus the critic core's with --rnn_critic separate."""
+        if self.core is None:
+            return 0
+        return self.core.state_size + (0 if self.critic_core is None else self.critic_core.state_size)
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """obs (B, ...) -> (distribution parameters (B, ...), value (B,)): the feed-forward network, without
@@ -101,25 +123,37 @@ class ActorCritic(nn.Module):
 
     def initial_state(self, n: int, device: torch.device | str = "cpu") -> torch.Tensor | None:
         """The recurrent state of n envs at an episode's start (zeros (n, state_size)); None without --rnn."""
-        return None if self.core is None else torch.zeros(n, self.core.state_size, device=device)
+        return None if self.core is None else torch.zeros(n, self.state_size, device=device)
 
     def step(self, obs: torch.Tensor, state: torch.Tensor | None):
         """One step of B envs: (distribution, value (B,), the state after obs (None without --rnn))."""
         if self.core is None:
             dist, value = self.dist(obs)
             return dist, value, None
-        h, state = self.core.step(self.features(obs), state)
-        out, value = self.heads(h)
-        return self.distribution(out), value, state
+        x = self.features(obs)
+        if self.critic_core is None:
+            h, state = self.core.step(x, state)
+            out, value = self.heads(h)
+            return self.distribution(out), value, state
+        pi_state, vf_state = state.split(self.core.state_size, dim=-1)
+        h, pi_state = self.core.step(x, pi_state)
+        h_vf, vf_state = self.critic_core.step(x, vf_state)
+        out, value = self.heads(h, h_vf)
+        return self.distribution(out), value, torch.cat([pi_state, vf_state], dim=-1)
 
     def replay(self, obs: torch.Tensor, starts: torch.Tensor, state0: torch.Tensor):
         """A recurrent policy over n chunks of L steps: obs (n L, ...) chunk after chunk, starts (n, L) bool
         (True: the step begins an episode), state0 (n, state_size) the state before each chunk. Returns
         (distribution, value (n L,)), step for step as `step` computed them in the rollout."""
         n, length = starts.shape
-        h = self.features(obs)
-        h = self.core.sequences(h.reshape(n, length, -1), starts, state0).reshape(n * length, -1)
-        out, value = self.heads(h)
+        x = self.features(obs).reshape(n, length, -1)
+        if self.critic_core is None:
+            h, h_vf = self.core.sequences(x, starts, state0), None
+        else:
+            pi_state0, vf_state0 = state0.split(self.core.state_size, dim=-1)
+            h = self.core.sequences(x, starts, pi_state0)
+            h_vf = self.critic_core.sequences(x, starts, vf_state0).reshape(n * length, -1)
+        out, value = self.heads(h.reshape(n * length, -1), h_vf)
         return self.distribution(out), value
 
     @torch.no_grad()
@@ -287,7 +321,7 @@ class CnnPolicy(ActorCritic):
     def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4, init: str = "normc",
                  frame_norm: str = "scale", obs_shape: tuple[int, int, int] | None = None,
                  nvec: tuple[int, ...] | None = None, vec_dim: int = 0, rnn: str = "none", rnn_size: int = 256,
-                 stacked: bool | None = None):
+                 stacked: bool | None = None, rnn_critic: str = "shared"):
         super().__init__()
         obs_shape = tuple(obs_shape or (in_channels, 84, 84))
         self.vec_dim = vec_dim
@@ -327,9 +361,8 @@ class CnnPolicy(ActorCritic):
         if nvec is not None:  # num_actions = sum(nvec)
             self.nvec, self.action_shape = tuple(nvec), (len(nvec),)
         n_features = hidden + vec_dim
-        if rnn != "none":  # the torso's features (and the Dict's vector entries) enter the core
-            self.core = RecurrentCore(rnn, n_features, rnn_size)
-            n_features = rnn_size
+        if rnn != "none":  # the torso's features (and the Dict's vector entries) enter the core(s)
+            n_features = self._add_cores(rnn, n_features, rnn_size, rnn_critic)
         self.pi = _linear(n_features, num_actions, 0.01)
         self.vf = _linear(n_features, 1, 1.0)
         if init == "orthogonal":
@@ -354,9 +387,9 @@ class CnnPolicy(ActorCritic):
             h = torch.cat([h, self.vec_rms.normalize(self.vector(obs))], -1)
         return h
 
-    def heads(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Features (B, F) -> (logits (B, A) float32, value (B,) float32)."""
-        return self.pi(h), self.vf(h).squeeze(-1)
+    def heads(self, h: torch.Tensor, h_vf: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features (B, F) -> (logits (B, A) float32, value (B,) float32); the value from h_vf when given."""
+        return self.pi(h), self.vf(h if h_vf is None else h_vf).squeeze(-1)
 
     def vector(self, obs: torch.Tensor) -> torch.Tensor:
         """The vec_dim float32 numbers packed into the last channel of obs (B, C, H, W) uint8: (B, vec_dim)."""
@@ -433,14 +466,13 @@ class MlpPolicy(ActorCritic):
     """baselines' mlp_policy: normalised observations, separate 2x64 tanh networks for pi and V."""
 
     def __init__(self, obs_dim: int, action_space, hidden: int = 64, layers: int = 2, rnn: str = "none",
-                 rnn_size: int = 256):
+                 rnn_size: int = 256, rnn_critic: str = "shared"):
         super().__init__()
         import gymnasium
         self.ob_rms = RunningMeanStd((obs_dim,))
         n_features = obs_dim
-        if rnn != "none":  # as sb3-contrib's MlpLstmPolicy: the normalised observations enter the core
-            self.core = RecurrentCore(rnn, obs_dim, rnn_size)
-            n_features = rnn_size
+        if rnn != "none":  # as sb3-contrib's MlpLstmPolicy: the normalised observations enter the core(s)
+            n_features = self._add_cores(rnn, obs_dim, rnn_size, rnn_critic)
 
         def mlp(out: int, gain: float) -> nn.Sequential:
             mods, n_in = [], n_features
@@ -477,9 +509,9 @@ class MlpPolicy(ActorCritic):
         """obs (B, D) -> the normalised observations (B, D)."""
         return self.ob_rms.normalize(obs)
 
-    def heads(self, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, F) -> (logits or Gaussian mean (B, A), value (B,))."""
-        return self.pi(h), self.vf(h).squeeze(-1)
+    def heads(self, h: torch.Tensor, h_vf: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, F) -> (logits or Gaussian mean (B, A), value (B,)); the value from h_vf when given."""
+        return self.pi(h), self.vf(h if h_vf is None else h_vf).squeeze(-1)
 
     def distribution(self, out: torch.Tensor):
         """Categorical (Discrete actions), one per dimension (MultiDiscrete, MultiBinary) or diagonal Gaussian
@@ -494,15 +526,16 @@ class MlpPolicy(ActorCritic):
 
 def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84), init: str = "normc",
           frame_norm: str = "scale", vec_dim: int = 0, rnn: str = "none", rnn_size: int = 256,
-          stacked: bool | None = None) -> nn.Module:
+          stacked: bool | None = None, rnn_critic: str = "shared") -> nn.Module:
     """The policy of `--model_type` for an action space (or a number of discrete actions) and observations:
     Discrete, MultiDiscrete or MultiBinary actions (and 1-D Box with `mlp`); vec_dim: numbers packed into the
-    images' last channel (CnnPolicy); rnn (`lstm`, `gru`, `none`): a RecurrentCore of rnn_size before the heads;
-    stacked: the images are stacks of one-channel frames (the env's `stacked`; None: 4 channels are)."""
+    images' last channel (CnnPolicy); rnn (`lstm`, `gru`, `none`): a RecurrentCore of rnn_size before the heads
+    (rnn_critic `separate`: the value head's own second core); stacked: the images are stacks of one-channel
+    frames (the env's `stacked`; None: 4 channels are)."""
     if model_type == "mlp":
         if len(obs_shape) != 1:
             raise PPO1Error(f"--model_type=mlp needs vector observations, not shape {obs_shape}")
-        return MlpPolicy(obs_shape[0], action_space, rnn=rnn, rnn_size=rnn_size)
+        return MlpPolicy(obs_shape[0], action_space, rnn=rnn, rnn_size=rnn_size, rnn_critic=rnn_critic)
     if model_type in ("small", "large", "impala") and (len(obs_shape) != 3 or min(obs_shape) < 1):
         raise PPO1Error(f"--model_type={model_type} needs image observations (C, H, W), not shape {obs_shape}; "
                         "use --model_type mlp")
@@ -514,4 +547,4 @@ def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84
     nvec = None if isinstance(action_space, int) else action_nvec(action_space)
     num_actions = action_space if isinstance(action_space, int) else head_size(action_space)  # sum(nvec) or n
     return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape), nvec=nvec,
-                     vec_dim=vec_dim, rnn=rnn, rnn_size=rnn_size, stacked=stacked)
+                     vec_dim=vec_dim, rnn=rnn, rnn_size=rnn_size, stacked=stacked, rnn_critic=rnn_critic)

@@ -15,13 +15,14 @@ VECTOR_DEFAULTS = {
 # Vector observations with --rnn (their default then): rl-zoo's ppo_lstm settings for CartPoleNoVel-v1
 # (sb3-contrib RecurrentPPO): 8 envs of T 32 (one chunk each), 20 epochs of one 256-sample minibatch, step
 # size 1e-3 and clip 0.2 annealed, no entropy bonus, gamma 0.98, lambda 0.8, an LSTM of 64, observations
-# normalised (VecNormalize with norm_reward False: the rewards stay the env's), and what it keeps of SB3's
-# defaults: c1 0.5, gradient-norm clip 0.5, advantages standardised per minibatch. Its actors are ranks x
+# normalised (VecNormalize with norm_reward False: the rewards stay the env's), the critic's own LSTM
+# (enable_critic_lstm), and what it keeps of SB3's defaults: c1 0.5, gradient-norm clip 0.5, advantages
+# standardised per minibatch. Its actors are ranks x
 # --envs_per_rank (RECURRENT_VECTOR_ACTORS, rounded up).
 RECURRENT_VECTOR = {
     "model_type": "mlp", "env_steps": 1_000_000, "timesteps_per_actorbatch": 32, "optim_epochs": 20,
     "optim_stepsize": 1e-3, "optim_batchsize": 32, "epsilon": 0.2, "ent_coef": 0.0, "gamma": 0.98, "lam": 0.8,
-    "rnn_size": 64, "vf_coef": 0.5, "max_grad_norm": 0.5, "adv_norm": "minibatch",
+    "rnn_size": 64, "rnn_critic": "separate", "vf_coef": 0.5, "max_grad_norm": 0.5, "adv_norm": "minibatch",
 }
 RECURRENT_VECTOR_ACTORS = 8
 
@@ -92,9 +93,9 @@ PRESET_HELP = {
               "T 2048, 10 epochs, step size 3e-4, clip 0.2); as its source",
     "ppo_lstm": "vector-observation envs with --rnn (their default then): rl-zoo's ppo_lstm settings for "
                 "CartPoleNoVel (8 envs, T 32, 20 epochs of one 256-sample minibatch, step size 1e-3 and clip "
-                "0.2 annealed, c2 0, gamma 0.98, lambda 0.8, an LSTM of 64; SB3's c1 0.5, gradient clipping "
-                "0.5, per-minibatch advantages); differs: its 8 envs are ranks "
-                "x --envs_per_rank here, the core (--rnn_size) is shared by the policy and value networks",
+                "0.2 annealed, c2 0, gamma 0.98, lambda 0.8, an LSTM of 64 for the policy and one for the value "
+                "(--rnn_critic separate); SB3's c1 0.5, gradient clipping 0.5, per-minibatch advantages); "
+                "differs: its 8 envs are ranks x --envs_per_rank here, its heads are 2x64 tanh (rl-zoo: 1x64 ReLU)",
     "procgen": "procgen:<game> envs (their default and only preset): the Procgen paper's PPO, easy mode (IMPALA "
                "CNN, 200 levels, T 256, 3 epochs, step size 5e-4, clip 0.2 constant, value loss clipped, gamma "
                "0.999, rewards normalised, 25M steps); differs: its 64 envs are ranks x --envs_per_rank here",

@@ -219,7 +219,8 @@ class Trainer:
                                self.venv.obs.itemsize, comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
                                 init=cfg.init, frame_norm=cfg.frame_norm, vec_dim=self.venv.vec_dim,
-                                rnn=cfg.rnn, rnn_size=cfg.rnn_size, stacked=self.venv.stacked).to(self.device)
+                                rnn=cfg.rnn, rnn_size=cfg.rnn_size, stacked=self.venv.stacked,
+                                rnn_critic=cfg.rnn_critic).to(self.device)
             self.reward_norm = RewardNormalizer(cfg.envs_per_rank, cfg.gamma) if cfg.norm_reward else None
             self.sign_rewards = cfg.sign_rewards(self.venv.family)
             if cfg.precision == "bf16":

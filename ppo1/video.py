@@ -116,7 +116,7 @@ def record_game(policy: ActorCritic, env_name: str, seed: np.random.SeedSequence
     frames = _Frames(writer, gif, max_frames)
     try:
         score, steps, finished = stream_game(policy, env, obs, frames, generator_for(torch_seed), greedy,
-                                             frames.full)
+                                             frames.full, options.episode_life)
         writer.close()
         if not os.path.exists(tmp) or os.path.getsize(tmp) == 0:
             raise PPO1Error(f"ffmpeg wrote no video to {tmp}")

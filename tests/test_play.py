@@ -124,3 +124,44 @@ def test_a_run_with_centred_frames_keeps_its_frame_mean_in_the_checkpoint_and_pl
     r = run_cli(["--mode", "play", "--episodes", "1", *common])
     assert r.returncode == 0, r.stderr
     assert len(GAME.findall(r.stdout)) == 1, r.stdout
+
+
+
+def test_a_recurrent_policy_plays_with_its_memory_zeroed_after_each_lost_life_as_training_zeroed_it():
+    # A whole Breakout game (5 lives) with a small LSTM policy, for a run trained with --episode_life: the state
+    # each step starts from is zeros right after each lost life (training's episodes ended there), never otherwise
+    from ppo1.envs import make_eval_env
+    from ppo1.evaluate import Player, play_games
+    from ppo1.policies import build
+
+    torch.manual_seed(0)
+    env = make_eval_env("BreakoutNoFrameskip-v4", np.random.SeedSequence(0))
+    policy = build("small", env.action_space, env.obs_shape, rnn="lstm", rnn_size=16).eval()
+    states, lost = [], []  # the state before each step's action; whether that step lost a life
+    real_step, real_env_step = policy.step, env.step
+
+    def step(obs, state):
+        states.append(state.clone())
+        return real_step(obs, state)
+
+    def env_step(action):
+        result = real_env_step(action)
+        lost.append(env.life_lost)
+        return result
+    policy.step, env.step = step, env_step
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # batch-1 forward passes, as play runs them
+    try:
+        (game,) = play_games(policy, env, 1, False, generator_for(np.random.SeedSequence(1)), episode_life=True)
+    finally:
+        torch.set_num_threads(threads)
+    assert sum(lost) == 4 and len(states) == game.length  # 5 lives: 4 lost before the game's end
+    zero = [not s.any() for s in states]
+    assert zero[0] and zero[1:] == lost[:-1]
+    # a run trained on whole games (--no-episode_life) keeps its memory across a lost life, as its training did
+    player = Player(policy, False, generator_for(np.random.SeedSequence(1)), episode_life=False)
+    player(env.reset())
+    env.life_lost = True
+    player.after_step(env, None)
+    assert player.state.any()
+    env.close()

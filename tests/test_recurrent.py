@@ -131,6 +131,10 @@ def test_a_checkpoint_refuses_a_resume_with_another_recurrent_core(tmp_path):
     assert r.returncode == 0, r.stderr
     r = run_cli([*common, "--rnn", "none", "--env_steps", "512"])
     assert r.returncode == 2 and "holds a model with a GRU core of 64 units, not --rnn none" in r.stderr
+    r = run_cli([*common, "--rnn", "gru", "--rnn_critic", "shared", "--env_steps", "512"])  # ppo_lstm's is separate
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "ppo1: error: checkpoint holds a model whose value head reads a core of its own, not --rnn_critic shared: "
+        "resume with the run's own --rnn_critic, or give --fresh to start a new run"]
 
 
 def test_recurrent_flags_are_checked_and_chosen_by_the_env():
@@ -209,6 +213,40 @@ def test_the_start_line_says_when_a_rank_holds_fewer_chunks_than_feed_forward_mi
         "ppo1: --rnn gru: chunks of 32 steps (automatic); each epoch 4 minibatches of 1 chunk x 32 steps = 32 samples "
         "per rank, fewer than the 32 of 4 samples without --rnn: the rank's 128 steps hold 4 chunks (--bptt_len 4 or "
         "more --envs_per_rank give as many)")
+
+
+def test_the_critic_core_is_separate_in_ppo_lstm_only_and_a_run_saved_without_the_setting_shares_it():
+    assert Config.for_preset(env_name="CartPole-v1", rnn="lstm").rnn_critic == "separate"  # rl-zoo's ppo_lstm
+    assert Config.for_preset(rnn="lstm").rnn_critic == "shared"
+    saved = Config.for_preset(env_name="CartPole-v1", rnn="lstm").to_saved()
+    del saved["rnn_critic"]  # a config.json or checkpoint written before --rnn_critic
+    assert Config.from_dict(saved).rnn_critic == "shared"
+    with pytest.raises(PPO1Error, match=r"^--rnn_critic='both' is invalid: must be one of shared, separate$"):
+        Config.for_preset(rnn="lstm", rnn_critic="both")
+    with pytest.raises(PPO1Error, match="^--rnn_critic separate gives the value head a recurrent core of its own: "
+                                        "give --rnn lstm or gru with it$"):
+        Config.for_preset(rnn_critic="separate")
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_a_separate_critic_core_keeps_the_value_loss_out_of_the_policy_core_and_doubles_the_state(kind):
+    torch.manual_seed(0)
+    venv = cue_envs(2)
+    obs, starts = torch.randn(2 * 4, 1), torch.zeros(2, 4, dtype=torch.bool)
+    grads = {}
+    for critic in ("shared", "separate"):
+        policy = build("mlp", venv.action_space, (1,), rnn=kind, rnn_size=8, rnn_critic=critic)
+        state0 = torch.randn(2, policy.state_size)
+        _dist, values = policy.replay(obs, starts, state0)
+        values.square().mean().backward()  # a value loss alone
+        grads[critic] = {name: p.grad for name, p in policy.named_parameters()}
+        assert policy.state_size == policy.core.state_size * (2 if critic == "separate" else 1)
+        _dist, value, state = policy.step(obs[::4], state0)  # each chunk's first step: as replay, on the doubled state
+        assert state.shape == state0.shape and torch.allclose(value, values.view(2, 4)[:, 0], atol=1e-6)
+    assert all(g is not None and g.abs().sum() > 0 for n, g in grads["shared"].items() if n.startswith("core."))
+    assert all(g is None for n, g in grads["separate"].items() if n.startswith(("core.", "pi.")))
+    assert all(g.abs().sum() > 0 for n, g in grads["separate"].items() if n.startswith("critic_core."))
+    venv.close()
 
 
 def test_a_recurrent_atari_run_records_videos_and_plays_and_films_through_the_api(tmp_path):

@@ -90,6 +90,7 @@ class AtariEnv:
         self._raw = np.zeros((2, h, w), np.uint8)                  # last two grayscale frames
         self.stack = np.zeros(self.obs_shape, np.uint8)
         self.lives = 0
+        self.life_lost = False  # the last step lost a life and the game goes on (what play tells the Player)
         self.ep_return = 0.0
         self.ep_length = 0
         self.ep_start = time.time()
@@ -140,6 +141,7 @@ class AtariEnv:
         # else FIRE's 4-frame steps left the last two screens in _raw: their max, as baselines' FireReset
         self.stack[:] = self._frame()
         self.lives = self.ale.lives()
+        self.life_lost = False
         return self.stack
 
     def _new_game(self) -> bool:
@@ -165,12 +167,15 @@ class AtariEnv:
         episode ended (a lost life with episode_life, else game over); episode is the
         finished real game or None. When done, `obs` is already the first observation of what
         follows (auto-reset). As in baselines, a game cut by the 108,000-frame limit counts as done.
+        `life_lost` says whether this step lost a life in a game that goes on, with or without episode_life:
+        a whole game played for a run trained with episode_life restarts the policy's memory there.
         """
         reward, over = env_call(self._skip, action)  # the emulator's 4 frames
         self.ep_return += reward
         self.ep_length += 1
         lives = self.ale.lives()
-        life_lost = self.episode_life and 0 < lives < self.lives
+        self.life_lost = not over and 0 < lives < self.lives
+        life_lost = self.episode_life and self.life_lost
         self.lives = lives
         episode = None
         if over:
