@@ -205,6 +205,7 @@ class TrainState:
     obs_shape: list[int] | None = None  # the observations the model reads (None in older checkpoints)
     action_nvec: list[int] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension (else None)
     model_io: dict | None = None  # the rest that sizes the model without an env (ModelIO; None in older checkpoints)
+    wandb_id: str | None = None  # --wandb: the W&B run's id, which a resume continues (None: none yet, or older)
 
     def to_checkpoint(self) -> dict:
         """The dict saved on disk (keys of format FORMAT; the parts that are None are left out)."""
@@ -213,7 +214,8 @@ class TrainState:
                 "recent_returns": [r for r, _ in self.recent], "recent_lengths": [n for _, n in self.recent],
                 "num_actions": self.num_actions, "n_actors": self.n_actors, "n_ranks": self.n_ranks,
                 "config": self.config, "ranks": self.ranks, "reward_norm": self.reward_norm,
-                "obs_shape": self.obs_shape, "action_nvec": self.action_nvec, "model_io": self.model_io}
+                "obs_shape": self.obs_shape, "action_nvec": self.action_nvec, "model_io": self.model_io,
+                "wandb_id": self.wandb_id}
         return {k: v for k, v in data.items() if v is not None}
 
     @classmethod
@@ -236,7 +238,7 @@ class TrainState:
                    optimizer=data.get("optimizer"), n_ranks=data.get("n_ranks"), ranks=data.get("ranks"),
                    reward_norm=data.get("reward_norm"), obs_shape=_shape(data.get("obs_shape"), "obs_shape", path),
                    action_nvec=_shape(data.get("action_nvec"), "action_nvec", path),
-                   model_io=ModelIO.check(data.get("model_io"), path))
+                   model_io=ModelIO.check(data.get("model_io"), path), wandb_id=_wandb_id(data.get("wandb_id"), path))
 
     def model_spec(self):
         """(obs_shape, action space, vec_dim, stacked) that build() takes for this checkpoint's model, read from
@@ -299,6 +301,14 @@ def _shape(value: Any, key: str, path: str) -> list[int] | None:
     naming `path`."""
     if value is not None and not (isinstance(value, list) and all(type(n) is int and n >= 1 for n in value)):
         raise PPO1Error(f"checkpoint {path} is corrupt: {key!r} is {value!r}, not a list of whole numbers")
+    return value
+
+
+def _wandb_id(value: Any, path: str) -> str | None:
+    """A checkpoint's 'wandb_id' (W&B run ids are letters, digits, - and _), or None when absent. Raises PPO1Error
+    naming `path`."""
+    if value is not None and not (isinstance(value, str) and re.fullmatch(r"[\w-]{1,128}", value)):
+        raise PPO1Error(f"checkpoint {path} is corrupt: 'wandb_id' is {value!r}, not a W&B run id")
     return value
 
 

@@ -106,6 +106,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "run directory and checkpoints": ("model_name", "checkpoint_dir", "asset_dir", "fresh", "save_interval",
                                       "keep_checkpoints", "stop_after_iterations", "snapshot_interval",
                                       "video_interval", "video_max_frames"),
+    "Weights & Biases (pip install -e '.[wandb]')": ("wandb", "wandb_project", "wandb_entity", "wandb_name",
+                                                     "wandb_group", "wandb_tags"),
     "play / movie / plot": ("episodes", "greedy", "render", "max_frames", "gif", "runs", "plot_x"),
 }
 

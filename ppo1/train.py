@@ -29,6 +29,7 @@ from ppo1.policies import build
 from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, linear_alpha, update, warmup_factor
 from ppo1.rollout import Collector, Segment
 from ppo1.video import TrainingVideo
+from ppo1.wandb_log import WandbLog, require as require_wandb
 from ppo1.watchdog import Watchdog
 
 
@@ -124,12 +125,23 @@ class Trainer:
         self.rnn_state = None  # --rnn: the envs' states restored from a checkpoint with their games (None: zeros)
         self.restarts_said = 0  # the envs' restarts (VecEnv.restarts) warned of so far
         self.restart_iterations: list[int] = []  # the iteration of each env restart on this rank, resumes included
+        self.wandb: WandbLog | None = None  # --wandb: rank 0's W&B run (None elsewhere, or when it did not start)
 
     def run(self) -> dict:
         """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after`
         iterations. Returns the final counters and the process exit code (0, or 128 + signal number)."""
+        try:
+            self.resume(*self.setup())
+            self.loop()
+        except BaseException:  # an error ends the run: so does its W&B run, marked failed, with wandb's processes
+            if self.wandb is not None:
+                self.wandb.finish(exit_code=1)
+            raise
+        return self.finish()
+
+    def loop(self) -> None:
+        """The iterations, until the last one, a stop request or `stop_after` iterations; checkpointed at the end."""
         cfg, comm = self.config, self.comm
-        self.resume(*self.setup())
         with StopRequest(quiet=not comm.is_root, run_dir=cfg.run_dir) as stop, Watchdog(cfg.watchdog_timeout, comm.rank, comm.abort) as wd:
             self.wd = wd
             while self.state.iteration < self.n_iters:
@@ -151,7 +163,6 @@ class Trainer:
                 wd.beat()
                 if final:
                     break
-        return self.finish()
 
     # ------------------------------------------------------------------ set-up and resume
     def setup(self) -> tuple[TrainState | None, str | None]:
@@ -175,6 +186,8 @@ class Trainer:
         try:  # first of all: rank 0 locks the run directory (one training per run), refused at once if held
             cfg.check_fits(comm.size)
             if comm.is_root:
+                if cfg.wandb:  # only rank 0 logs to W&B; every rank learns of a missing package below
+                    require_wandb()
                 self.lock = runlock.prepare_run_dir(cfg.run_dir, self.fresh, self.log)
         except PPO1Error as e:
             error = e
@@ -245,6 +258,7 @@ class Trainer:
         self.optimizer.load_state_dict(saved.optimizer)
         self.state.iteration, self.state.timesteps, self.state.episodes = saved.iteration, saved.timesteps, saved.episodes
         self.state.recent.extend(saved.recent)
+        self.state.wandb_id = saved.wandb_id  # the W&B run a resume continues
         if self.reward_norm is not None and saved.reward_norm is not None:
             self.reward_norm.load_state_dict(saved.reward_norm)
         k = self.config.envs_per_rank
@@ -285,7 +299,10 @@ class Trainer:
             self.snapshots = Snapshots(cfg.run_dir, cfg.snapshot_interval, self.venv.envs, progress.events,
                                        warn=progress.note)
             self.log = progress.note  # later messages go above the progress bar
-        self.recorder = Recorder(progress)
+            if cfg.wandb:  # the checkpoint's W&B run, or a new one whose id the next checkpoint keeps
+                self.wandb = WandbLog.start(cfg, state.wandb_id, warn=progress.note)
+                state.wandb_id = self.wandb.run_id if self.wandb is not None else state.wandb_id
+        self.recorder = Recorder(progress, [self.wandb] if self.wandb is not None else [])
         self.episode_log = EpisodeLog(cfg.run_dir, comm.rank, warn=self.log if comm.is_root else None)
         self.collector = Collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
                                    self.profile, cfg.seq_len(), self.rnn_state)
@@ -394,8 +411,13 @@ class Trainer:
             for part in (state, hp, self.profile):
                 part.record(self.recorder)
             self.recorder.dump(finished)
-            self.video.maybe_record(self.policy, state.iteration, state.timesteps)
-            self.snapshots.maybe_write(state.iteration, state.timesteps)
+            video = self.video.maybe_record(self.policy, state.iteration, state.timesteps)
+            snapshot = self.snapshots.maybe_write(state.iteration, state.timesteps)
+            if self.wandb is not None:  # the files just written, as W&B media
+                if video is not None:
+                    self.wandb.video(video.path, state.timesteps)
+                if snapshot is not None:
+                    self.wandb.image(snapshot, state.timesteps)
 
     def stop_reason(self, stop: StopRequest) -> str | None:
         """Collective: why training stops after this iteration (a signal on any rank, --stop_after_iterations), or
@@ -459,6 +481,8 @@ class Trainer:
         self.venv.close()
         if self.comm.is_root:
             self.recorder.progress.close()
+            if self.wandb is not None:  # the W&B run ends with the process's exit code (128 + a stop signal's)
+                self.wandb.finish(self.exit_code)
             self.lock.release()
             latest = os.path.join(cfg.run_dir, checkpoint.LATEST)
             if self.reason == "done":
