@@ -85,8 +85,9 @@ def offline_env(tmp_path, **extra) -> dict:
 
 
 def train(args: list[str], env: dict, cwd) -> subprocess.Popen:
+    """`python -m run_atari ARGS` in a session of its own (its process group: a terminal's job)."""
     return subprocess.Popen([sys.executable, "-m", "run_atari", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=str(cwd), env=env)
+                            stderr=subprocess.PIPE, text=True, cwd=str(cwd), env=env, start_new_session=True)
 
 
 @pytest.fixture(scope="module")
@@ -120,12 +121,14 @@ def test_training_with_wandb_logs_every_row_the_config_and_the_media_offline_in_
     assert run["exit"] == 0
 
 
-def test_a_resume_continues_the_same_wandb_run_and_sigterm_finishes_it_leaving_no_wandb_process(first_run):
+def test_a_resume_under_np_2_continues_the_same_wandb_run_and_sigterm_finishes_it_leaving_no_wandb_process(
+        first_run):
     tmp, _, _ = first_run
     run_dir = tmp / "px"
+    mpirun_command(2)  # skips where there is no mpirun
     mark = uuid.uuid4().hex  # in the environment of every process the run starts: none may outlive it
-    p = train(["--env_steps", "8192", "--checkpoint_dir", str(tmp), "--model_name", "px"],
-              offline_env(tmp, PPO1_TEST_MARK=mark), tmp)
+    p = train(["--np", "2", "--envs_per_rank", "1", "--env_steps", "8192", "--checkpoint_dir", str(tmp),
+               "--model_name", "px"], offline_env(tmp, PPO1_TEST_MARK=mark), tmp)  # the same 2 actors
     try:
         deadline = time.time() + 120
         while time.time() < deadline and p.poll() is None:
@@ -134,10 +137,12 @@ def test_a_resume_continues_the_same_wandb_run_and_sigterm_finishes_it_leaving_n
                     break
             time.sleep(0.2)
         assert wandb_processes(mark), "W&B runs beside the training (wandb-core)"
-        p.send_signal(signal.SIGTERM)
+        os.killpg(p.pid, signal.SIGTERM)  # every process of the job, wandb-core included (kill -TERM -<pgid>)
         out, err = p.communicate(timeout=120)
     finally:
-        p.kill()
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
     assert p.returncode == 128 + signal.SIGTERM, err
     first, resumed = offline_runs(run_dir)
     assert resumed["id"] == first["id"] and resumed["resume"], "the same W&B run, resumed"
@@ -169,7 +174,7 @@ def wandb_processes(mark: str) -> list[str]:
 
 
 def test_wandb_missing_is_one_line_naming_the_extra_and_exit_2_on_every_rank(tmp_path):
-    shim = tmp_path / "shim" / "wandb"
+    shim = tmp_path / "shim" / "wandb"  # an `import wandb` that fails as where the package is not installed
     shim.mkdir(parents=True)
     (shim / "__init__.py").write_text("raise ImportError(\"No module named 'wandb'\")\n")
     env = offline_env(tmp_path, PYTHONPATH=os.pathsep.join([str(shim.parent), REPO, os.environ.get("PYTHONPATH", "")]))
