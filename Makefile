@@ -26,7 +26,8 @@ procgen: venv
 # of the suite's processes would compile torch anew). uv is given pip's PIP_FIND_LINKS (FIND_LINKS=DIR for
 # another folder of wheels). torch==2.13.0 first: the CPU build lies on disk here; a looser request pulls a
 # multi-GB CUDA build. The extras of every family the suite trains (ViZDoom, stable-retro, the GBA example;
-# the GBA emulator also needs Debian's libmgba0.10, which .ci/run installs: without it its tests skip).
+# the GBA emulator also needs Debian's libmgba0.10, which .ci/run installs: without it its tests skip), and
+# wandb for --wandb's tests (offline: no W&B account or network needed).
 FIND_LINKS ?= $(PIP_FIND_LINKS)
 GET_UV      = test -x $(VENV)/bin/uv || $(PY) -m pip install --quiet uv
 INSTALL     = $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) $(foreach d,$(FIND_LINKS),--find-links $(d))
@@ -35,7 +36,7 @@ $(VENV)/.installed: setup.py Makefile
 	  || { echo 'make: PYTHON=$(PYTHON) cannot make $(VENV) (with pyenv, give the full path: PYTHON=$$(pyenv root)/versions/<version>/bin/python3.13)' >&2; exit 1; }
 	$(GET_UV)
 	$(INSTALL) torch==2.13.0
-	$(INSTALL) -e '.[test,vizdoom,retro,gba]'
+	$(INSTALL) -e '.[test,vizdoom,retro,gba,wandb]'
 	@touch $@
 
 # `make train`: Pong with --preset fast on 2 ranks x 4 envs (fast's 8 actors on Pong); ends by itself (14 to 42

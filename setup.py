@@ -40,6 +40,8 @@ setup(
         # NES, Atari 2600 ... emulators (libretro cores in the wheel) with the free Airstriker ROM; from 1.0 its
         # import name is stable_retro (retro is a deprecated alias) and its game names end in -v0
         "retro": ["stable-retro>=1.0,<2"],
+        # --wandb: training logs to Weights & Biases (offline into the run directory without credentials)
+        "wandb": ["wandb>=0.19,<1"],
         # `python -m bench.throughput --compare sb3`, bench.reference (sb3-contrib: its --rnn side); needs no
         # other torch than the one installed
         "bench": ["stable-baselines3>=2.3,<3", "sb3-contrib>=2.3,<3"],

@@ -148,7 +148,8 @@ def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
         "optim_epochs": s.epochs, "optim_batchsize": s.minibatch, "model_type": s.model_type,
         "envs_per_rank": s.envs_per_rank, "num_threads": args.num_threads, "seed": 0,
         "checkpoint_dir": workdir, "model_name": run, "save_interval": 10**9,
-        "device": args.device, "compile": args.compile, "precision": args.precision, "rnn": s.rnn}}
+        "device": args.device, "compile": args.compile, "precision": args.precision, "rnn": s.rnn,
+        "wandb": args.wandb}}
     spec_path, out_path = os.path.join(workdir, run + ".spec.json"), os.path.join(workdir, run + ".out.json")
     with open(spec_path, "w", encoding="utf-8") as f:
         json.dump(spec, f)
@@ -318,6 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rnn", choices=RNN_CHOICES, default="none", help="ppo1's --rnn (default: %(default)s)")
     p.add_argument("--precision", choices=PRECISIONS, default="fp32",
                    help="ppo1's --precision (bf16: the update's CNN torso in bfloat16)")
+    p.add_argument("--wandb", action="store_true", help="ppo1's --wandb (offline without W&B credentials): its cost "
+                   "is the SPS beside a run without, and in `other`")
     p.add_argument("--iterations", type=int, default=10, help="timed iterations (default: %(default)s)")
     p.add_argument("--warmup", type=int, default=2, help="untimed iterations first (default: %(default)s)")
     p.add_argument("--repeat", type=int, default=1, help="runs per scenario; the median SPS of those that "

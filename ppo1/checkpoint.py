@@ -267,6 +267,7 @@ class TrainState:
     action_nvec: list[int] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension (else None)
     model_io: dict | None = None  # the rest that sizes the model without an env (ModelIO; None in older checkpoints)
     best: dict | None = None  # best.pt: its evaluation {"score", "iteration", "timesteps", "games", "greedy"}
+    wandb_id: str | None = None  # --wandb: the W&B run's id, which a resume continues (None: none yet, or older)
 
     def to_checkpoint(self) -> dict:
         """The dict saved on disk (keys of format FORMAT; the parts that are None are left out)."""
@@ -276,7 +277,7 @@ class TrainState:
                 "num_actions": self.num_actions, "n_actors": self.n_actors, "n_ranks": self.n_ranks,
                 "config": self.config, "ranks": self.ranks, "reward_norm": self.reward_norm,
                 "obs_shape": self.obs_shape, "action_nvec": self.action_nvec, "model_io": self.model_io,
-                "best": self.best}
+                "best": self.best, "wandb_id": self.wandb_id}
         return {k: v for k, v in data.items() if v is not None}
 
     @classmethod
@@ -299,7 +300,8 @@ class TrainState:
                    optimizer=data.get("optimizer"), n_ranks=data.get("n_ranks"), ranks=data.get("ranks"),
                    reward_norm=data.get("reward_norm"), obs_shape=_shape(data.get("obs_shape"), "obs_shape", path),
                    action_nvec=_shape(data.get("action_nvec"), "action_nvec", path),
-                   model_io=ModelIO.check(data.get("model_io"), path), best=_best(data.get("best"), path))
+                   model_io=ModelIO.check(data.get("model_io"), path), best=_best(data.get("best"), path),
+                   wandb_id=_wandb_id(data.get("wandb_id"), path))
 
     def model_spec(self):
         """(obs_shape, action space, vec_dim, stacked) that build() takes for this checkpoint's model, read from
@@ -372,6 +374,14 @@ def _best(value: Any, path: str) -> dict | None:
     if not (isinstance(value, dict) and isinstance(value.get("score"), float) and type(value.get("iteration")) is int
             and value["iteration"] >= 0):
         raise PPO1Error(f"checkpoint {path} is corrupt: 'best' is {value!r}")
+    return value
+
+
+def _wandb_id(value: Any, path: str) -> str | None:
+    """A checkpoint's 'wandb_id' (W&B run ids are letters, digits, - and _), or None when absent. Raises PPO1Error
+    naming `path`."""
+    if value is not None and not (isinstance(value, str) and re.fullmatch(r"[\w-]{1,128}", value)):
+        raise PPO1Error(f"checkpoint {path} is corrupt: 'wandb_id' is {value!r}, not a W&B run id")
     return value
 
 

@@ -111,6 +111,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
                                       "keep_checkpoints", "stop_after_iterations", "snapshot_interval",
                                       "video_interval", "video_max_frames"),
     "evaluation during training": ("eval_interval", "eval_episodes", "eval_greedy", "eval_max_steps"),
+    "Weights & Biases (pip install -e '.[wandb]')": ("wandb", "wandb_project", "wandb_entity", "wandb_name",
+                                                     "wandb_group", "wandb_tags"),
     "play / movie / plot": ("checkpoint", "episodes", "greedy", "render", "max_frames", "gif", "runs", "plot_x"),
 }
 

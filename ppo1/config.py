@@ -152,6 +152,14 @@ class Config:
     eval_max_steps: int = setting(27_000,
         "train: an evaluation game is cut after this many agent steps and counted with its score so far "
         "(27,000 = Atari's 108,000-frame limit), so an env that never ends cannot stall training")
+    wandb: bool = setting(False,
+        "train: rank 0 also logs every progress row, config.json, the videos and snapshots to Weights & Biases; "
+        "offline into run_dir/wandb/ unless W&B credentials or WANDB_MODE say otherwise (docs/usage.md)")
+    wandb_project: str = setting("", "--wandb: the W&B project; empty: WANDB_PROJECT, else ppo1")
+    wandb_entity: str = setting("", "--wandb: the W&B user or team; empty: WANDB_ENTITY, else your default entity")
+    wandb_name: str = setting("", "--wandb: the W&B run's display name; empty: WANDB_NAME, else --model_name")
+    wandb_group: str = setting("", "--wandb: a W&B group for related runs; empty: WANDB_RUN_GROUP, else none")
+    wandb_tags: str = setting("", "--wandb: W&B tags, comma-separated; empty: WANDB_TAGS, else none")
     envs_per_rank: int = setting(1, "envs stepped together by each MPI rank (actors = ranks x envs_per_rank; "
                                       "--preset fast: 32 actors in all, 8 on PongNoFrameskip-v4, rounded up)")
     save_interval: int = setting(50, "iterations between checkpoints (one is always written at the end)")
@@ -439,6 +447,11 @@ class Config:
             bad("video_max_frames", f"a whole number from 1 to {MAX_FRAMES} (30 minutes at 60 fps)")
         if finite("env_step_timeout") < 0:
             bad("env_step_timeout", "seconds >= 0 (0 = off)")
+        for name in ("wandb_project", "wandb_entity"):  # characters W&B refuses in these names
+            if any(c in getattr(self, name) for c in "/\\#?%:"):
+                bad(name, "a name without any of / \\ # ? % :")
+        if any(len(t.strip()) > 64 for t in self.wandb_tags.split(",")):
+            bad("wandb_tags", "comma-separated tags of at most 64 characters each (W&B's limit)")
         if finite("watchdog_timeout") < 0 and self.watchdog_timeout != -1:
             bad("watchdog_timeout", "seconds > 0, 0 (off) or -1 (automatic: max(10 x median iteration time, 300 s))")
         from ppo1.device import parse_device

@@ -73,10 +73,12 @@ class Profile:
 
 class Recorder:
     """One iteration's row, recorded by name by whoever knows each value; `dump` hands it to the
-    ProgressLog (rank 0) and starts the next row. Without a ProgressLog (other ranks) it keeps nothing."""
+    ProgressLog (rank 0) and to each other sink (`sinks`: objects with ProgressLog's `write(row, episodes)`,
+    such as wandb_log.WandbLog), then starts the next row. Without a ProgressLog (other ranks) it keeps nothing."""
 
-    def __init__(self, progress: "ProgressLog | None" = None):
+    def __init__(self, progress: "ProgressLog | None" = None, sinks: Iterable = ()):
         self.progress = progress
+        self.sinks = list(sinks)
         self.row: dict = {}
 
     def record(self, **values) -> None:
@@ -86,7 +88,9 @@ class Recorder:
     def dump(self, episodes: Iterable[tuple[float, int]] = ()) -> None:
         """Write the row (and the games finished in the iteration, for TensorBoard)."""
         if self.progress is not None:
-            self.progress.write(self.row, episodes)
+            episodes = list(episodes)  # read by each sink
+            for sink in (self.progress, *self.sinks):
+                sink.write(self.row, episodes)
         self.row = {}
 
 

@@ -49,9 +49,10 @@ class Snapshots:
         self.path = os.path.join(run_dir, FILE)
         self.interval, self.envs, self.events, self.warn = interval, envs, events, warn
 
-    def maybe_write(self, iteration: int, timesteps: int) -> None:
+    def maybe_write(self, iteration: int, timesteps: int) -> str | None:
+        """Write the snapshot when `iteration` is a multiple of the interval. Returns its path, or None."""
         if not self.interval or iteration % self.interval:
-            return
+            return None
         try:
             image = grid([np.asarray(env.rgb(), np.uint8) for env in self.envs])
             data = png(image)
@@ -60,6 +61,7 @@ class Snapshots:
             self.warn(f"ppo1: warning: no snapshot of the envs ({cause(e) if isinstance(e, OSError) else e}); "
                       "--snapshot_interval is off for the rest of the run")
             self.interval = 0
-            return
+            return None
         if self.events is not None:
             self.events.write_image(timesteps, "snapshot/envs", data, image.shape[0], image.shape[1])
+        return self.path

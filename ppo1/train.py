@@ -31,6 +31,7 @@ from ppo1.policies import build
 from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, linear_alpha, update, warmup_factor
 from ppo1.rollout import Collector, Segment
 from ppo1.video import TrainingVideo
+from ppo1.wandb_log import WandbLog, require as require_wandb
 from ppo1.watchdog import Watchdog
 
 
@@ -148,37 +149,47 @@ class Trainer:
         self.calls = CallTimer(config.env_step_timeout, comm.rank)  # --env_step_timeout; setup gives it the envs
         self.evaluation: Evaluation | None = None  # --eval_interval: this rank's evaluation envs
         self.best: dict | None = None  # rank 0: best.pt's evaluation record (score, iteration), None before one
+        self.wandb: WandbLog | None = None  # --wandb: rank 0's W&B run (None elsewhere, or when it did not start)
 
     def run(self) -> dict:
         """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after`
         iterations. Returns the final counters and the process exit code (0, or 128 + signal number)."""
-        cfg, comm = self.config, self.comm
-        with self.calls:  # from the envs' first reset (setup) until they are closed
-            self.resume(*self.setup())
-            with StopRequest(quiet=not comm.is_root, run_dir=cfg.run_dir, rank=comm.rank, calling=self.env_call) as stop, \
-                    Watchdog(cfg.watchdog_timeout, comm.rank, comm.abort, calling=self.env_call) as wd:
-                self.wd = wd
-                while self.state.iteration < self.n_iters:
-                    wd.phase = "rollout"
-                    t = self.state.timesteps
-                    hp = Hyper.at(cfg, linear_alpha(t, cfg.env_steps), cfg.envs_per_rank,   # the step size warms
-                                  warmup_factor(t + cfg.steps_per_iteration(comm.size), cfg.lr_warmup))  # up to its batch's end
-                    seg = self.collect()                                             # T x k steps
-                    seg.rewards[:] = shape_rewards(seg.rewards, self.sign_rewards, cfg.reward_scale)  # --clip_reward
-                    if self.reward_norm is not None:                                 # --norm_reward
-                        wd.phase = "reward statistics allreduce"
-                        seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, comm.sum)
-                    seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
-                                                      cfg.gamma, cfg.lam, seg.cut_values)  # GAE(lambda), TD(lambda)
-                    stats = self.update(seg, hp)                                     # epochs x minibatches
-                    self.evaluate()                                                  # --eval_interval, best.pt
-                    reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
-                    self.record(seg, stats, hp)                                      # progress.csv, console, TB
-                    final = self.maybe_save(reason)                                  # every save_interval, last
-                    wd.beat()
-                    if final:
-                        break
+        try:
+            with self.calls:  # --env_step_timeout, from the envs' first reset (setup) until the loop ends
+                self.resume(*self.setup())
+                self.loop()
+        except BaseException:  # an error ends the run: so does its W&B run, marked failed, with wandb's processes
+            if self.wandb is not None:
+                self.wandb.finish(exit_code=1)
+            raise
         return self.finish()
+
+    def loop(self) -> None:
+        """The iterations, until the last one, a stop request or `stop_after` iterations; checkpointed at the end."""
+        cfg, comm = self.config, self.comm
+        with StopRequest(quiet=not comm.is_root, run_dir=cfg.run_dir, rank=comm.rank, calling=self.env_call) as stop, \
+                Watchdog(cfg.watchdog_timeout, comm.rank, comm.abort, calling=self.env_call) as wd:
+            self.wd = wd
+            while self.state.iteration < self.n_iters:
+                wd.phase = "rollout"
+                t = self.state.timesteps
+                hp = Hyper.at(cfg, linear_alpha(t, cfg.env_steps), cfg.envs_per_rank,   # the step size warms
+                              warmup_factor(t + cfg.steps_per_iteration(comm.size), cfg.lr_warmup))  # up to its batch's end
+                seg = self.collect()                                             # T x k steps
+                seg.rewards[:] = shape_rewards(seg.rewards, self.sign_rewards, cfg.reward_scale)  # --clip_reward
+                if self.reward_norm is not None:                                 # --norm_reward
+                    wd.phase = "reward statistics allreduce"
+                    seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, comm.sum)
+                seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
+                                                  cfg.gamma, cfg.lam, seg.cut_values)  # GAE(lambda), TD(lambda)
+                stats = self.update(seg, hp)                                     # epochs x minibatches
+                self.evaluate()                                                  # --eval_interval, best.pt
+                reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
+                self.record(seg, stats, hp)                                      # progress.csv, console, TB
+                final = self.maybe_save(reason)                                  # every save_interval, last
+                wd.beat()
+                if final:
+                    break
 
     def env_call(self) -> tuple | None:
         """The env call this rank is in (VecEnv.calling), None outside one or before the envs are made."""
@@ -207,6 +218,8 @@ class Trainer:
         try:  # first of all: rank 0 locks the run directory (one training per run), refused at once if held
             cfg.check_fits(comm.size)
             if comm.is_root:
+                if cfg.wandb:  # only rank 0 logs to W&B; every rank learns of a missing package below
+                    require_wandb()
                 self.lock = runlock.prepare_run_dir(cfg.run_dir, self.fresh, self.log)
         except PPO1Error as e:
             error = e
@@ -293,6 +306,7 @@ class Trainer:
         self.optimizer.load_state_dict(saved.optimizer)
         self.state.iteration, self.state.timesteps, self.state.episodes = saved.iteration, saved.timesteps, saved.episodes
         self.state.recent.extend(saved.recent)
+        self.state.wandb_id = saved.wandb_id  # the W&B run a resume continues
         if self.reward_norm is not None and saved.reward_norm is not None:
             self.reward_norm.load_state_dict(saved.reward_norm)
         k = self.config.envs_per_rank
@@ -333,7 +347,10 @@ class Trainer:
             self.snapshots = Snapshots(cfg.run_dir, cfg.snapshot_interval, self.venv.envs, progress.events,
                                        warn=progress.note)
             self.log = progress.note  # later messages go above the progress bar
-        self.recorder = Recorder(progress)
+            if cfg.wandb:  # the checkpoint's W&B run, or a new one whose id the next checkpoint keeps
+                self.wandb = WandbLog.start(cfg, state.wandb_id, warn=progress.note)
+                state.wandb_id = self.wandb.run_id if self.wandb is not None else state.wandb_id
+        self.recorder = Recorder(progress, [self.wandb] if self.wandb is not None else [])
         self.episode_log = EpisodeLog(cfg.run_dir, comm.rank, warn=self.log if comm.is_root else None)
         self.collector = Collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
                                    self.profile, cfg.seq_len(), self.rnn_state)
@@ -443,8 +460,13 @@ class Trainer:
             for part in (state, hp, self.profile):
                 part.record(self.recorder)
             self.recorder.dump(finished)
-            self.video.maybe_record(self.policy, state.iteration, state.timesteps)
-            self.snapshots.maybe_write(state.iteration, state.timesteps)
+            video = self.video.maybe_record(self.policy, state.iteration, state.timesteps)
+            snapshot = self.snapshots.maybe_write(state.iteration, state.timesteps)
+            if self.wandb is not None:  # the files just written, as W&B media
+                if video is not None:
+                    self.wandb.video(video.path, state.timesteps)
+                if snapshot is not None:
+                    self.wandb.image(snapshot, state.timesteps)
 
     def evaluate(self) -> None:
         """Collective, when due (--eval_interval, and after the last iteration): the policy after this iteration's
@@ -552,6 +574,8 @@ class Trainer:
             self.evaluation.close()
         if self.comm.is_root:
             self.recorder.progress.close()
+            if self.wandb is not None:  # the W&B run ends with the process's exit code (128 + a stop signal's)
+                self.wandb.finish(self.exit_code)
             self.lock.release()
             latest = os.path.join(cfg.run_dir, checkpoint.LATEST)
             if self.reason == "done":

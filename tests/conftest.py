@@ -16,7 +16,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # to its 2 workers in collection order, so the short files left for the end let both workers finish together.
 SLOWEST_FIRST = ["test_faults.py", "test_resume.py", "test_cli.py", "test_device.py", "test_stop_signals.py",
                  "test_recurrent.py", "test_gba.py", "test_mlp.py", "test_own_env.py", "test_multihost.py",
-                 "test_bench.py", "test_play.py", "test_evaluation.py"]
+                 "test_wandb.py", "test_bench.py", "test_play.py", "test_evaluation.py", "test_env_restarts.py"]
 
 
 def pytest_collection_modifyitems(items):

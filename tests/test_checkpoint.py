@@ -136,3 +136,11 @@ def test_a_checkpoint_without_what_a_training_resumes_from_loads_for_play_only(t
     assert checkpoint.load_newest(str(tmp_path))[0].optimizer is None
     with pytest.raises(PPO1Error, match="is incomplete: it has no 'optimizer'"):
         checkpoint.load_newest(str(tmp_path), resume=True)
+
+
+def test_a_checkpoint_keeps_the_wandb_run_id_and_refuses_one_that_is_not_an_id(tmp_path):
+    checkpoint.save(str(tmp_path), state(1, wandb_id="3ea6dmbn"), Config())
+    assert checkpoint.load(str(tmp_path / "latest.pt")).wandb_id == "3ea6dmbn"
+    assert "wandb_id" not in state(1).to_checkpoint(), "none without --wandb, as in checkpoints of before"
+    with pytest.raises(PPO1Error, match="'wandb_id' is '../x', not a W&B run id"):
+        checkpoint.TrainState.from_checkpoint({**state(1).to_checkpoint(), "wandb_id": "../x"}, "p")

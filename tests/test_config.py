@@ -215,7 +215,8 @@ def test_step_size_is_warmup_times_alpha_times_optim_stepsize():
                                          ("lr_warmup", -1), ("lr_warmup", 0.5),
                                          ("deterministic", "yes"), ("compile", "yes"), ("frame_norm", "mean"),
                                          ("clip_reward", "clip"), ("reward_scale", 0.0), ("reward_scale", float("inf")),
-                                         ("max_episode_steps", -1), ("max_episode_steps", 2.5), ("episode_life", 1)])
+                                         ("max_episode_steps", -1), ("max_episode_steps", 2.5), ("episode_life", 1),
+                                         ("wandb", "yes"), ("wandb_project", "a/b"), ("wandb_tags", "ok," + "x" * 65)])
 def test_new_knobs_refuse_bad_values(field, value):
     with pytest.raises(PPO1Error, match=field):
         dataclasses.replace(Config(), **{field: value}).validate()
