@@ -23,6 +23,8 @@ import threading
 import time
 from typing import Callable
 
+from ppo1.ticker import Ticker
+
 AUTO = -1.0            # watchdog_timeout meaning "automatic"
 MULTIPLE = 10.0        # automatic limit: MULTIPLE x the median iteration time ...
 FLOOR = 300.0          # ... but never less than FLOOR seconds
@@ -43,12 +45,14 @@ def limit_for(timeout: float, durations: list[float]) -> float:
     return max(MULTIPLE * statistics.median(durations), FLOOR) if durations else FLOOR
 
 
-class Watchdog:
+class Watchdog(Ticker):
     """Ends this process when `beat()` has not been called for `limit_for(timeout, iteration times)` s.
 
     `abort(code)` is tried first (Comm.abort: MPI_Abort, which also asks the launcher to end the other
     ranks); `exit(code)` (os._exit) follows after `grace` s. Tests replace both.
     """
+
+    name, once = "ppo1-watchdog", True  # it fires once
 
     def __init__(self, timeout: float, rank: int = 0, abort: Callable[[int], None] | None = None,
                  exit: Callable[[int], None] = os._exit, grace: float = GRACE,
@@ -66,8 +70,7 @@ class Watchdog:
         self._write = write or (lambda line: os.write(2, line.encode()))  # no lock the main thread may hold
         self._durations: collections.deque = collections.deque(maxlen=100)
         self._last = clock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # ------------------------------------------------------------------ the training loop's side
     def beat(self) -> None:
@@ -82,22 +85,13 @@ class Watchdog:
     def start(self) -> "Watchdog":
         """Start the thread (not when the limit is 0 = off)."""
         self._last = self._clock()
-        if self.timeout != 0 and self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="ppo1-watchdog", daemon=True)
-            self._thread.start()
-        return self
+        return super().start()
 
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
-        self._thread = None
+    def enabled(self) -> bool:
+        return self.timeout != 0
 
-    def __enter__(self) -> "Watchdog":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def interval(self) -> float:
+        return min(1.0, max(self.limit() / 20, 0.05))
 
     # ------------------------------------------------------------------ the thread
     def check(self) -> bool:
@@ -108,11 +102,6 @@ class Watchdog:
             return False
         self.fire(idle, limit)
         return True
-
-    def _run(self) -> None:
-        while not self._stop.wait(min(1.0, max(self.limit() / 20, 0.05))):
-            if self.check():
-                return
 
     def fire(self, idle: float, limit: float) -> None:
         """Print the one line, then end the process: abort, and a hard exit after the grace period."""

@@ -6,11 +6,11 @@ it anew. One long-lived thread reads the slot: the step itself pays for a tuple 
 from __future__ import annotations
 
 import os
-import threading
 import time
 from typing import Callable
 
 from ppo1.envs import children
+from ppo1.ticker import Ticker
 
 STUCK = 1.0  # seconds in one env call after which the first Ctrl-C's line says that the rank waits on it
 
@@ -27,9 +27,11 @@ def _say(line: str) -> None:
         pass
 
 
-class CallTimer:
+class CallTimer(Ticker):
     """Ends the processes an env started when its step or reset has run `timeout` s (0: never), with one
     warning; an env that started none is said once to be waited on. `watch(venv)` gives it the envs."""
+
+    name = "ppo1-env-calls"
 
     def __init__(self, timeout: float, rank: int = 0, say: Callable[[str], None] = _say,
                  end: Callable[[list[int]], list[int]] = children.end, clock: Callable[[], float] = time.monotonic):
@@ -37,34 +39,16 @@ class CallTimer:
         self.venv = None
         self._say, self._end, self._clock = say, end, clock
         self._handled = None  # the slot acted on (each call's slot is a new tuple)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__()
+
+    def enabled(self) -> bool:
+        return self.timeout > 0
+
+    def interval(self) -> float:
+        return min(1.0, max(self.timeout / 10, 0.05))
 
     def watch(self, venv) -> None:
         self.venv = venv
-
-    def start(self) -> "CallTimer":
-        if self.timeout > 0 and self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._run, name="ppo1-env-calls", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
-        self._thread = None
-
-    def __enter__(self) -> "CallTimer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    def _run(self) -> None:
-        while not self._stop.wait(min(1.0, max(self.timeout / 10, 0.05))):
-            self.check()
 
     def check(self) -> bool:
         """One look at the envs' call: act on a step or reset past the timeout (once per call). Returns
