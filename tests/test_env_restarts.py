@@ -183,3 +183,19 @@ def test_env_step_timeout_is_120_s_by_default_0_turns_it_off_and_a_negative_one_
     assert Config().env_step_timeout == 120.0 and Config(env_step_timeout=0).validate().env_step_timeout == 0
     with pytest.raises(PPO1Error, match="--env_step_timeout=-1"):
         Config(env_step_timeout=-1).validate()
+
+
+def test_env_restart_window_counts_only_the_restarts_of_its_last_iterations():
+    from ppo1 import PPO1Error
+    from ppo1.config import Config
+    from ppo1.distributed import Comm
+    from ppo1.train import Trainer
+    whole = Trainer(Config.for_preset(env_name="CartPole-v1", env_restarts=2), Comm())
+    window = Trainer(Config.for_preset(env_name="CartPole-v1", env_restarts=2, env_restart_window=100), Comm())
+    for trainer in (whole, window):
+        trainer.restart_iterations = [5, 150, 240]
+    assert whole.recent_restarts(300) == [5, 150, 240] and whole.restart_span == "in the run on rank 0"
+    assert window.recent_restarts(300) == [240] and window.restart_span == "in 100 iterations on rank 0"
+    assert window.recent_restarts(249) == [150, 240]  # iterations 150..249, the current one's included
+    with pytest.raises(PPO1Error, match="^--env_restart_window=-1 is invalid: must be a whole number of iterations"):
+        Config.for_preset(env_name="CartPole-v1", env_restart_window=-1)
