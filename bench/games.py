@@ -14,8 +14,9 @@ After training, `--mode play --episodes 10` and a greedy GIF of the start of one
 
 Writes, per game, under --out (default assets/games/<preset>-<steps>M[-seedN][-tag]/<Game>[-v5]/): config.json,
 progress.csv, episodes.csv (every finished game: the agent steps at its end, its return and length),
-curve.png (with the published points of bench/published.json as markers), play.txt (the play summary),
-greedy.gif; for the set: results.md (one table) and curves.png (a grid).
+curve.png (with the published points of bench/published.json as markers), play.txt (the play summary;
+with --eval_interval in --set also play-best.txt, best.pt's), greedy.gif; for the set: results.md (one
+table) and curves.png (a grid).
 
 The table reads each curve (the mean of the last 100 games) at 0.5M, 1M and 2M agent steps and at the run's
 end, and beside it the mean of the games that ended in the 100k agent steps up to 1M and 2M: that is how the
@@ -197,7 +198,8 @@ def summarize(out_dir: str) -> dict | None:
         binned_marks = {m: binned(games, m, steps) for m in MARKS[1:]}
     return {"env": cfg["env_name"], "preset": cfg["preset"], "variant": changes, "actors": actors, "steps": steps,
             "minutes": seconds / 60, "sps": steps / max(seconds, 1e-9), "final": final,
-            "marks": {m: at_steps(rows, m) for m in MARKS}, "binned": binned_marks, "play": play, "rows": rows}
+            "marks": {m: at_steps(rows, m) for m in MARKS}, "binned": binned_marks, "play": play, "rows": rows,
+            "evals": [(int(r["timesteps"]), float(r["eval_return_mean"])) for r in raw if r.get("eval_return_mean")]}
 
 
 def results_table(rows: dict[str, dict], published: dict) -> str:
@@ -227,6 +229,8 @@ def results_table(rows: dict[str, dict], published: dict) -> str:
 def _plot_one(ax, s: dict, pub: dict) -> None:
     rows = s["rows"]
     ax.plot([r[0] for r in rows], [r[1] for r in rows], color="tab:blue", label="ppo1")
+    if s.get("evals"):  # --eval_interval: the policy's own whole games at each evaluation
+        ax.plot(*zip(*s["evals"]), "--.", color="tab:cyan", label="ppo1 evaluation (--eval_interval)")
     references = (("ppo2", "tab:green", "^", "baselines ppo2", True),  # (.., v4 only)
                   ("cleanrl", "tab:red", "o", "CleanRL ppo_atari", True),
                   ("dreamerv3_ppo", "tab:purple", "s", "PPO of the DreamerV3 repo", False))
@@ -288,6 +292,25 @@ def _run(cmd: list[str], log: str | None = None) -> int:
         return subprocess.call(cmd, cwd=REPO, stdout=f, stderr=subprocess.STDOUT)
 
 
+def _play(env: str, run_dir: str, run_name: str, common: list[str], which: str, out: str) -> int:
+    """`--mode play --episodes 10 --checkpoint <which>`; its game lines and summary into out (once)."""
+    if os.path.exists(out):
+        return 0
+    log = os.path.join(run_dir, f"play-{which}.log")
+    code = _run([*_mpirun(), sys.executable, "-m", "run_atari", "--mode", "play", "--episodes", "10",
+                 "--checkpoint", which, *common], log)
+    with open(log) as f:
+        lines = [line for line in f.read().splitlines() if line.startswith(("game ", "ppo1: 10 games"))]
+    if code != 0 or not lines:
+        print(f"bench.games: {env} play exited with status {code}; see {log}")
+        return code or 1
+    with open(out, "w") as f:
+        f.write(f"python -m run_atari --mode play --episodes 10 --checkpoint {which} --model_name {run_name} "
+                f"(sampled actions)\n")
+        f.write("\n".join(lines) + "\n")
+    return 0
+
+
 def run_game(env: str, args, run_name: str, out_dir: str) -> int:
     """Train (or continue) one game's run, then play and record it; copy its small files to out_dir."""
     run_dir = os.path.join(args.checkpoint_dir, run_name)
@@ -318,18 +341,13 @@ def run_game(env: str, args, run_name: str, out_dir: str) -> int:
     for name in ("config.json", "progress.csv"):
         shutil.copyfile(os.path.join(run_dir, name), os.path.join(out_dir, name))
     merge_games(run_dir, os.path.join(out_dir, "episodes.csv"))
-    if not os.path.exists(os.path.join(out_dir, "play.txt")):
-        log = os.path.join(run_dir, "play.log")
-        code = _run([*_mpirun(), sys.executable, "-m", "run_atari", "--mode", "play", "--episodes", "10", *common],
-                    log)
-        with open(log) as f:
-            lines = [line for line in f.read().splitlines() if line.startswith(("game ", "ppo1: 10 games"))]
-        if code != 0 or not lines:
-            print(f"bench.games: {env} play exited with status {code}; see {log}")
-            return code or 1
-        with open(os.path.join(out_dir, "play.txt"), "w") as f:
-            f.write(f"python -m run_atari --mode play --episodes 10 --model_name {run_name} (sampled actions)\n")
-            f.write("\n".join(lines) + "\n")
+    # the newest checkpoint, and with --eval_interval also best.pt (the best evaluation's policy)
+    for which, name in (("latest", "play.txt"), ("best", "play-best.txt")):
+        if which == "best" and not os.path.exists(os.path.join(run_dir, "best.pt")):
+            continue
+        code = _play(env, run_dir, run_name, common, which, os.path.join(out_dir, name))
+        if code:
+            return code
     if not os.path.exists(os.path.join(out_dir, "greedy.gif")):
         assets = os.path.join(run_dir, "movie")
         code = _run([sys.executable, "-m", "run_atari", "--mode", "movie", "--greedy", "--gif", "--max_frames",
