@@ -21,12 +21,12 @@ from ppo1.envs.family import Family
 
 
 class GymEnv:
-    """One gymnasium env with vector observations (classic control, MuJoCo; any id or factory of
-    ppo1.envref, made with --env_kwargs), the AtariEnv interface.
+    """One gymnasium env with vector or discrete observations (classic control, MuJoCo, FrozenLake, Blackjack; any
+    id or factory of ppo1.envref, made with --env_kwargs), the AtariEnv interface.
 
-    No preprocessing besides float32 observations and Box actions clipped to their bounds (MultiDiscrete and
-    MultiBinary actions: integer vectors, ppo1.actions.env_action); rewards
-    are not clipped; an episode ends when the env terminates or is truncated, and the env is reset at
+    No preprocessing besides observations made one float32 vector (to_vector: a Discrete's one-hot...) and Box
+    actions clipped to their bounds (MultiDiscrete and MultiBinary actions: integer vectors,
+    ppo1.actions.env_action); rewards are not clipped; an episode ends when the env terminates or is truncated, and the env is reset at
     once (or after --max_episode_steps steps). An episode cut by a time limit (truncated, not terminated) leaves its last observation in
     `cut_obs` for that step, so training bootstraps from its value. The episode statistics are the
     env's own returns and lengths.
