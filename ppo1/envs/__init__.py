@@ -4,7 +4,7 @@
     procgen  ppo1.envs.procgen  `procgen:<game>` (ProcgenEnv)
     pixels   ppo1.envs.pixels   any other env with image observations, named by id, `module:EnvId` or
                                 `package.module:callable` (ppo1.envref), preprocessed by PixelEnv
-    vector   ppo1.envs.vector   envs with vector observations (GymEnv)
+    vector   ppo1.envs.vector   envs with vector or discrete observations, made one vector (GymEnv)
 
 The trainer and the modes ask this module and the family objects, never the id's spelling: `env_family` (the
 Family of an env: its presets, flags and rewards), `make_vec_env` (a rank's training envs), `make_eval_env` (one

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error
-from ppo1.envs.base import Episode, VecEnv, env_call, env_seed, env_spec, load_gymnasium
+from ppo1.envs.base import Episode, VecEnv, env_call, env_spec, load_gymnasium, seeded_envs
 from ppo1.envs.family import Family
 from ppo1.envs.procgen import is_procgen
 
@@ -242,13 +242,15 @@ class _FrameTap:
 
 
 class VecAtari(VecEnv):
-    """k AtariEnvs of one rank: obs (k, 4, 84, 84) uint8."""
+    """k AtariEnvs of one rank: obs (k, 4, 84, 84) uint8, made by seeded_envs (those made are closed when one
+    cannot be)."""
 
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, episode_life: bool = True,
                  stack: int = FRAME_STACK):
-        def make(i: int, made: int = 0) -> AtariEnv:
-            return AtariEnv(env_id, env_seed(seed, rank, i, made), episode_life=episode_life, stack=stack)
-        super().__init__([make(i) for i in range(num_envs)], np.uint8, remake=make)
+        envs, remake, started = seeded_envs(
+            lambda seed_seq: AtariEnv(env_id, seed_seq, episode_life=episode_life, stack=stack), num_envs, seed, rank)
+        super().__init__(envs, np.uint8, remake)
+        self.started = started
 
 
 def _claims(env_id: str) -> bool:

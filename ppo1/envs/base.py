@@ -161,7 +161,7 @@ class VecEnv:
         # the env call under way, (env index, "step" | "reset" | "make", time.monotonic() at its start), None
         # between calls: read by the first Ctrl-C's line, the watchdog's and ppo1.envs.calls.CallTimer
         self.calling: tuple[int, str, float] | None = None
-        self.started: dict[int, list[int]] = {}  # env index -> the child processes making it started (seeded_vec)
+        self.started: dict[int, list[int]] = {}  # env index -> the child processes making it started (seeded_envs)
 
     def reset(self) -> np.ndarray:
         """Reset all envs. Returns obs (k, *obs_shape) (a buffer reused across calls). EnvCrash where an env's
@@ -263,12 +263,12 @@ class VecEnv:
             env.close()
 
 
-def seeded_vec(vec_cls, make_one, num_envs: int, seed: int, rank: int, started: dict | None = None):
-    """vec_cls(envs, remake) of num_envs envs make_one(seed sequence), env i with env_seed(seed, rank, i), each
-    made with the stop signals blocked (ppo1.envs.children.shielded); remake(i, n) makes env i anew when n envs
-    were made in its place before (VecEnv.restart, VecEnv.renew). The envs already made are closed when one cannot
-    be. Its `started` holds the child processes each env started while made (with `started`'s, of an env make_one
-    hands over made already)."""
+def seeded_envs(make_one, num_envs: int, seed: int, rank: int, started: dict | None = None):
+    """num_envs envs make_one(seed sequence), env i with env_seed(seed, rank, i), each made with the stop signals
+    blocked (ppo1.envs.children.shielded). Returns (envs, remake, started): remake(i, n) makes env i anew when n
+    envs were made in its place before (VecEnv.restart, VecEnv.renew), shielded likewise; `started` holds the
+    child processes each env started while made (with `started`'s, of an env make_one hands over made already),
+    a restart's included. The envs already made are closed when one cannot be, and what it raised goes on."""
     inherited = dict(started or {})
     started = {}
 
@@ -285,7 +285,19 @@ def seeded_vec(vec_cls, make_one, num_envs: int, seed: int, rank: int, started: 
         for env in envs:
             env.close()
         raise
-    vec = vec_cls(envs, make)
+    return envs, make, started
+
+
+def seeded_vec(vec_cls, make_one, num_envs: int, seed: int, rank: int, started: dict | None = None):
+    """vec_cls(envs, remake) of the envs of seeded_envs (which see), its `started` set; the envs are closed when
+    vec_cls raises."""
+    envs, remake, started = seeded_envs(make_one, num_envs, seed, rank, started)
+    try:
+        vec = vec_cls(envs, remake)
+    except BaseException:
+        for env in envs:
+            env.close()
+        raise
     vec.started = started
     return vec
 

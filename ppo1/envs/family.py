@@ -2,8 +2,8 @@
 of env, so that code outside ppo1.envs asks the family and never compares names or env classes. The families
 live in a table, tried in order: those that claim an --env_name by its spelling (Atari ids, `procgen:<game>`,
 any a user registers with `register`), then those told apart by the observations of an env made once
-(`pixels`: images, `vector`: 1-D vectors). A module named as `--env_name module:name` may register a family
-when it is imported (tests/toyfamily.py):
+(`pixels`: images, `vector`: vectors, discrete values and Tuples or Dicts of them). A module named as
+`--env_name module:name` may register a family when it is imported (tests/toyfamily.py):
 
     from ppo1.envs import Family, register
     register(Family("toy", "toy games", presets=("paper",), make_vec=..., make_eval=...,
@@ -117,5 +117,6 @@ class Families:
         for family in self._families:
             if family.observations is not None and family.observations(space):
                 return family
+        from ppo1.envs.vector import VECTORS
         raise PPO1Error(f"--env_name={env_name!r} has observations {space}: ppo1 trains image observations (a Box "
-                        "of uint8, (H, W) or (H, W, C), or a Dict holding one) and vector observations (a 1-D Box)")
+                        f"of uint8, (H, W) or (H, W, C), or a Dict holding one) and vector observations ({VECTORS})")

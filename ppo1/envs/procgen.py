@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from ppo1 import PPO1Error
-from ppo1.envs.base import Episode, VecEnv, env_call, env_seed, load_gymnasium
+from ppo1.envs.base import Episode, VecEnv, env_call, load_gymnasium, seeded_envs
 from ppo1.envs.family import Family
 
 PROCGEN_PREFIX = "procgen:"
@@ -137,12 +137,13 @@ class ProcgenEnv:
 
 
 class VecProcgen(VecEnv):
-    """k ProcgenEnvs of one rank: obs (k, 3, 64, 64) uint8."""
+    """k ProcgenEnvs of one rank: obs (k, 3, 64, 64) uint8, made by seeded_envs (those made are closed when one
+    cannot be)."""
 
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None):
-        def make(i: int, made: int = 0) -> ProcgenEnv:
-            return ProcgenEnv(env_id, env_seed(seed, rank, i, made), levels)
-        super().__init__([make(i) for i in range(num_envs)], np.uint8, remake=make)
+        envs, remake, started = seeded_envs(lambda seed_seq: ProcgenEnv(env_id, seed_seq, levels), num_envs, seed, rank)
+        super().__init__(envs, np.uint8, remake)
+        self.started = started
 
 
 def _eval_note(config) -> str:

@@ -1,5 +1,12 @@
 """The `vector` family: gymnasium envs with vector observations (classic control, MuJoCo, any id or factory of
-ppo1.envref), trained with the MLP policy."""
+ppo1.envref), trained with the MLP policy.
+
+An observation reaches the MLP as one float32 vector (D,) (to_vector): a 1-D Box as it is, a Discrete as its
+one-hot (n values), a MultiDiscrete as the one-hots of its entries one after another (sum(nvec) values), a
+MultiBinary as its 0s and 1s, and a Tuple or Dict of those (nested too) as its entries' vectors one after
+another, in the space's order (a Dict's keys as gymnasium orders them). So gymnasium's FrozenLake (Discrete(16)),
+Taxi (Discrete(500)) and Blackjack (Tuple of three Discretes: 32 + 11 + 2 values) train without a wrapper. The
+MLP then normalises every value by its running mean and std, one-hots included (see docs/own-env.md)."""
 from __future__ import annotations
 
 import time
@@ -8,17 +15,18 @@ import numpy as np
 
 from ppo1 import PPO1Error
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, VecEnv, checked_obs, env_call, checked_reward, load_gymnasium, offscreen, time_limit
+from ppo1.envs.base import (EnvDataError, Episode, VecEnv, checked_obs, checked_reward, env_call, load_gymnasium,
+                            offscreen, time_limit)
 from ppo1.envs.family import Family
 
 
 class GymEnv:
-    """One gymnasium env with vector observations (classic control, MuJoCo; any id or factory of
-    ppo1.envref, made with --env_kwargs), the AtariEnv interface.
+    """One gymnasium env with vector or discrete observations (classic control, MuJoCo, FrozenLake, Blackjack; any
+    id or factory of ppo1.envref, made with --env_kwargs), the AtariEnv interface.
 
-    No preprocessing besides float32 observations and Box actions clipped to their bounds (MultiDiscrete and
-    MultiBinary actions: integer vectors, ppo1.actions.env_action); rewards
-    are not clipped; an episode ends when the env terminates or is truncated, and the env is reset at
+    No preprocessing besides observations made one float32 vector (to_vector: a Discrete's one-hot...) and Box
+    actions clipped to their bounds (MultiDiscrete and MultiBinary actions: integer vectors,
+    ppo1.actions.env_action); rewards are not clipped; an episode ends when the env terminates or is truncated, and the env is reset at
     once (or after --max_episode_steps steps). An episode cut by a time limit (truncated, not terminated) leaves its last observation in
     `cut_obs` for that step, so training bootstraps from its value. The episode statistics are the
     env's own returns and lengths.
@@ -40,19 +48,20 @@ class GymEnv:
         self.gym_env = gym_env
         self.observation_space = self.gym_env.observation_space
         self.action_space = self.gym_env.action_space
-        if not isinstance(self.observation_space, gymnasium.spaces.Box) or len(self.observation_space.shape) != 1:
+        size = vector_size(self.observation_space)
+        if size is None:
             self.gym_env.close()
             from ppo1.envs.pixels import has_images
             kind = "image" if has_images(self.observation_space) else str(self.observation_space)
-            raise PPO1Error(f"--env_name={env_id!r} has {kind} observations, not vectors (make_vec_env gives an "
-                            "image env a PixelEnv)")
+            raise PPO1Error(f"--env_name={env_id!r} has {kind} observations, not vectors ({VECTORS}; make_vec_env "
+                            "gives an image env a PixelEnv)")
         try:
             check_action_space(env_id, self.action_space, box=True)
         except PPO1Error:
             self.gym_env.close()
             raise
         self.num_actions = head_size(self.action_space)
-        self.obs_shape = tuple(self.observation_space.shape)
+        self.obs_shape = (size,)
         self._box = isinstance(self.action_space, gymnasium.spaces.Box)
         self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
         self.max_episode_steps = max_episode_steps
@@ -67,8 +76,8 @@ class GymEnv:
         return self._checked(obs)
 
     def _checked(self, obs) -> np.ndarray:
-        """The env's observation as float32, checked against its space (EnvDataError)."""
-        return checked_obs(self.env_id, obs, self.obs_shape, image=False).astype(np.float32, copy=False)
+        """The env's observation as the float32 vector (D,) of to_vector, checked against its space (EnvDataError)."""
+        return to_vector(self.env_id, self.observation_space, obs)
 
     def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
         """(obs, reward, done, episode) as AtariEnv.step; after done, obs starts the next episode."""
@@ -118,10 +127,83 @@ class VecGym(VecEnv):
         self.observation_space = self.envs[0].observation_space
 
 
-def has_vectors(space) -> bool:
-    """Vector observations: a 1-D Box."""
+VECTORS = "a 1-D Box, Discrete, MultiDiscrete, MultiBinary, or a Tuple or Dict of those"  # what the family takes
+
+
+def vector_size(space) -> int | None:
+    """How many float32 values an observation of `space` is as a vector (to_vector), or None for a space the vector
+    family does not take (VECTORS): an image, a Box of more dimensions, Text, Graph, Sequence, an empty Tuple or
+    Dict..."""
     import gymnasium
-    return isinstance(space, gymnasium.spaces.Box) and len(space.shape) == 1
+    spaces = gymnasium.spaces
+    if isinstance(space, spaces.Box):
+        return int(space.shape[0]) if len(space.shape) == 1 else None
+    if isinstance(space, spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, spaces.MultiDiscrete):
+        return int(space.nvec.sum())
+    if isinstance(space, spaces.MultiBinary):
+        return int(np.prod(space.shape))
+    if isinstance(space, (spaces.Tuple, spaces.Dict)):
+        parts = [vector_size(s) for s in (space.spaces.values() if isinstance(space, spaces.Dict) else space.spaces)]
+        return sum(parts) if parts and None not in parts else None
+    return None
+
+
+def to_vector(env_name: str, space, obs) -> np.ndarray:
+    """An observation of `space` (one vector_size takes) as the float32 vector (D,) the MLP reads: see the module's
+    docstring. EnvDataError naming the env and the entry when it does not fit its space: another shape, a
+    Discrete or MultiDiscrete value that is not an integer in its range, a value that is not finite."""
+    import gymnasium
+    if isinstance(space, gymnasium.spaces.Box):  # the common case, as fast as before
+        return checked_obs(env_name, obs, space.shape, image=False).astype(np.float32, copy=False)
+    out = np.zeros(vector_size(space), np.float32)
+    _encode(env_name, space, obs, out, "an observation")
+    return out
+
+
+def _encode(env_name: str, space, obs, out: np.ndarray, what: str) -> None:
+    """Write the vector of `obs`, an observation (or entry: `what`) of `space`, into `out` (its vector_size values),
+    which holds zeros."""
+    import gymnasium
+    spaces = gymnasium.spaces
+    if isinstance(space, (spaces.Box, spaces.MultiBinary)):
+        out[:] = checked_obs(env_name, obs, space.shape, image=False, what=what).ravel()
+    elif isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        value = np.asarray(obs)
+        shape = () if isinstance(space, spaces.Discrete) else space.shape
+        if value.shape != shape or not np.issubdtype(value.dtype, np.integer):
+            raise EnvDataError(f"{env_name} gave {what} {_short(obs)}, not an integer {'array ' if shape else ''}"
+                               f"of its space {space}")
+        index, n = (value - space.start).ravel(), np.ravel(space.n if shape == () else space.nvec)
+        if ((index < 0) | (index >= n)).any():
+            raise EnvDataError(f"{env_name} gave {what} {_short(obs)}, outside its space {space}")
+        out[np.cumsum(n) - n + index] = 1.0  # the one-hot of each entry, one after another
+    else:  # Tuple, Dict: their entries' vectors one after another
+        keys = list(space.spaces) if isinstance(space, spaces.Dict) else range(len(space.spaces))
+        try:
+            entries = [obs[k] for k in keys]
+        except (KeyError, IndexError, TypeError):
+            raise EnvDataError(f"{env_name} gave {what} {_short(obs)}, which lacks entries of its space "
+                               f"{space}") from None
+        if isinstance(space, spaces.Tuple) and len(obs) != len(keys):
+            raise EnvDataError(f"{env_name} gave {what} of {len(obs)} entries, its space {space} has {len(keys)}")
+        start = 0
+        for k, entry in zip(keys, entries):
+            size = vector_size(space[k])
+            _encode(env_name, space[k], entry, out[start:start + size], f"entry [{k!r}] of {what}")
+            start += size
+
+
+def _short(obs) -> str:
+    """An observation in a message: its repr, cut to 80 characters."""
+    text = repr(obs)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def has_vectors(space) -> bool:
+    """Vector observations: a space the vector family takes (vector_size, VECTORS)."""
+    return vector_size(space) is not None
 
 
 VECTOR = Family(
