@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error, checkpoint
-from ppo1.actions import MultiCategorical, action_nvec, check_actions
+from ppo1.actions import action_nvec, check_actions, choose
 from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
 from ppo1.distributed import Comm
@@ -151,19 +151,8 @@ def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator:
     """
     device = next(policy.parameters()).device
     dist, _value, state = policy.step(torch.from_numpy(obs).unsqueeze(0).to(device), state)
-    if getattr(policy, "continuous", False):
-        base = dist.base_dist
-        mean, std = base.mean.cpu(), base.stddev.cpu()
-        noise = 0.0 if greedy else std * torch.randn(mean.shape, generator=generator)
-        return (mean + noise)[0].numpy(), state
-    if isinstance(dist, MultiCategorical):
-        if greedy:
-            return dist.mode[0].cpu().numpy(), state
-        return np.array([int(torch.multinomial(d.probs.cpu(), 1, generator=generator)) for d in dist.dists],
-                        np.int64), state
-    if greedy:
-        return int(dist.logits.argmax(-1)), state
-    return int(torch.multinomial(dist.probs.cpu(), 1, generator=generator)), state
+    action = choose(dist, greedy, generator)[0].cpu()
+    return (int(action) if action.dim() == 0 else action.numpy()), state
 
 
 class Player:

@@ -25,10 +25,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Categorical, Independent, Normal
+from torch.distributions import Distribution
 
 from ppo1 import PPO1Error
-from ppo1.actions import MultiCategorical, action_nvec, head_size
+from ppo1.actions import action_nvec, choose, distribution, head_size
 
 
 def normc_(weight: torch.Tensor, std: float = 1.0) -> torch.Tensor:
@@ -58,12 +58,13 @@ RNN_CRITICS = ("shared", "separate")  # --rnn_critic: the value head reads the p
 
 
 class ActorCritic(nn.Module):
-    """A policy with a value head: subclasses define `features(obs) -> (B, F)` (the torso) and
-    `heads(h) -> (distribution parameters, value (B,))`; `core`, when set (`--rnn`), is a RecurrentCore
-    between them."""
+    """A policy with a value head: subclasses define `features(obs) -> (B, F)` (the torso) and the heads'
+    modules `pi` (distribution parameters) and `vf` (value), which `heads` applies; `core`, when set (`--rnn`),
+    is a RecurrentCore between them."""
 
     action_shape: tuple = ()
     action_dtype = np.int64
+    continuous = False  # Box actions: a Gaussian of mean `pi`'s outputs and std exp(`logstd`) (MlpPolicy)
     nvec: tuple[int, ...] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension
 
     def __init__(self):
@@ -78,9 +79,10 @@ class ActorCritic(nn.Module):
         raise NotImplementedError
 
     def heads(self, h: torch.Tensor, h_vf: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Features (B, F) (the core's outputs, with --rnn) -> (distribution parameters (B, ...), value (B,));
-        h_vf: the value head's own features (the critic core's outputs), else it reads h."""
-        raise NotImplementedError
+        """Features (B, F) (the core's outputs, with --rnn) -> (the policy head `pi`'s outputs (B, ...): logits or
+        the Gaussian's mean, float32; the value head `vf`'s value (B,)); the value head reads h_vf (the critic
+        core's outputs) when given, else h."""
+        return self.pi(h), self.vf(h if h_vf is None else h_vf).squeeze(-1)
 
     def _add_cores(self, kind: str, n_in: int, size: int, critic: str) -> int:
         """--rnn `kind` (not none): the policy's core of `size` units on n_in features and, with critic
@@ -106,9 +108,11 @@ class ActorCritic(nn.Module):
             raise TypeError("a recurrent policy runs step(obs, state) or replay(obs, starts, state0)")
         return self.heads(self.features(obs))
 
-    def distribution(self, out: torch.Tensor):
-        """The action distribution for the first output of forward."""
-        raise NotImplementedError
+    def distribution(self, out: torch.Tensor) -> Distribution:
+        """The distribution over actions of the policy head's outputs (ppo1.actions.distribution): a categorical
+        (Discrete), one per dimension (MultiDiscrete, MultiBinary) or a diagonal Gaussian with state-independent
+        log-std (Box, `continuous`)."""
+        return distribution(out, self.nvec, self.logstd.exp().expand_as(out) if self.continuous else None)
 
     def observe(self, obs: np.ndarray, allreduce_sum=None) -> bool:
         """Add a batch of observations (N, ...) to the model's running input statistics, summed over
@@ -161,14 +165,7 @@ class ActorCritic(nn.Module):
         """Sample (or take the most probable) actions. Returns (actions (B, ...), log-probs (B,), values (B,),
         the state after obs (None without --rnn))."""
         dist, value, state = self.step(obs, state)
-        if greedy:
-            base = dist.base_dist if isinstance(dist, Independent) else dist
-            if isinstance(base, MultiCategorical):
-                action = base.mode  # the most probable index of each dimension
-            else:
-                action = base.mean if isinstance(base, Normal) else base.logits.argmax(-1)
-        else:
-            action = dist.sample()
+        action = choose(dist, greedy)
         return action, dist.log_prob(action), value, state
 
 
@@ -387,10 +384,6 @@ class CnnPolicy(ActorCritic):
             h = torch.cat([h, self.vec_rms.normalize(self.vector(obs))], -1)
         return h
 
-    def heads(self, h: torch.Tensor, h_vf: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Features (B, F) -> (logits (B, A) float32, value (B,) float32); the value from h_vf when given."""
-        return self.pi(h), self.vf(h if h_vf is None else h_vf).squeeze(-1)
-
     def vector(self, obs: torch.Tensor) -> torch.Tensor:
         """The vec_dim float32 numbers packed into the last channel of obs (B, C, H, W) uint8: (B, vec_dim)."""
         return obs[:, -1].reshape(len(obs), -1)[:, :4 * self.vec_dim].contiguous().view(torch.float32)
@@ -408,11 +401,6 @@ class CnnPolicy(ActorCritic):
             mean = self.frame_rms.mean().float().expand(1, *x.shape[1:])
             x.sub_(frame_layout(mean))
         return x.div_(255.0)
-
-    def distribution(self, logits: torch.Tensor) -> Categorical | MultiCategorical:
-        if self.nvec is not None:
-            return MultiCategorical(logits, self.nvec)
-        return Categorical(logits=logits, validate_args=False)  # NaN logits: caught as a non-finite update
 
     def observe(self, obs: np.ndarray, allreduce_sum=None) -> bool:
         """--frame_norm center: the newest frame of each observation (..., 4, 84, 84) into the running
@@ -509,19 +497,6 @@ class MlpPolicy(ActorCritic):
         """obs (B, D) -> the normalised observations (B, D)."""
         return self.ob_rms.normalize(obs)
 
-    def heads(self, h: torch.Tensor, h_vf: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, F) -> (logits or Gaussian mean (B, A), value (B,)); the value from h_vf when given."""
-        return self.pi(h), self.vf(h if h_vf is None else h_vf).squeeze(-1)
-
-    def distribution(self, out: torch.Tensor):
-        """Categorical (Discrete actions), one per dimension (MultiDiscrete, MultiBinary) or diagonal Gaussian
-        with state-independent log-std (Box)."""
-        if self.continuous:
-            return Independent(Normal(out, self.logstd.exp().expand_as(out), validate_args=False), 1,
-                               validate_args=False)
-        if self.nvec is not None:
-            return MultiCategorical(out, self.nvec)
-        return Categorical(logits=out, validate_args=False)
 
 
 def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84), init: str = "normc",
