@@ -205,19 +205,20 @@ class CompiledDist:
         self.state = "untried"  # -> "compiled" or "failed"
 
     def _trial(self, obs: torch.Tensor) -> None:
-        out, value = self.compiled(obs)
+        out, value = self.compiled(obs, update=True)
         params = [p for p in self.policy.parameters() if p.requires_grad]
         torch.autograd.grad(out.sum() + value.sum(), params, allow_unused=True)
 
     def __call__(self, obs: torch.Tensor):
+        """(distribution, values (B,)) of the update's pass over obs (B, ...), in the update's precision."""
         if self.state == "untried":
             self._attempt(self._trial, obs)
         if self.state == "compiled":  # a new minibatch size recompiles: that may fail too
-            result = self._attempt(self.compiled, obs)
+            result = self._attempt(lambda o: self.compiled(o, update=True), obs)
             if result is not None:
                 out, value = result
                 return self.policy.distribution(out), value
-        return self.policy.dist(obs)
+        return self.policy.dist(obs, update=True)
 
     def _attempt(self, fn: Callable, obs: torch.Tensor):
         """fn(obs), marking the state compiled; on any error, failed (with the notice) and None."""

@@ -71,11 +71,12 @@ class ActorCritic(nn.Module):
         super().__init__()
         self.core: RecurrentCore | None = None  # --rnn lstm / gru
         self.critic_core: RecurrentCore | None = None  # --rnn_critic separate: the value head's own core
-        self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16 (CnnPolicy.features)
-        self.relabelling = False  # Batch.relabel: pi_old in the update's precision, without gradients
+        self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16, the torso's precision in
+        #                                                 the update's passes (features(obs, update=True))
 
-    def features(self, obs: torch.Tensor) -> torch.Tensor:
-        """obs (B, ...) -> the torso's features (B, F)."""
+    def features(self, obs: torch.Tensor, update: bool = False) -> torch.Tensor:
+        """obs (B, ...) -> the torso's features (B, F). update: a pass of the PPO update (its loss, or the pi_old
+        it starts from), which runs in the update's precision (`autocast_dtype`); acting runs in float32."""
         raise NotImplementedError
 
     def heads(self, h: torch.Tensor, h_vf: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,12 +102,13 @@ class ActorCritic(nn.Module):
             return 0
         return self.core.state_size + (0 if self.critic_core is None else self.critic_core.state_size)
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, obs: torch.Tensor, update: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """obs (B, ...) -> (distribution parameters (B, ...), value (B,)): the feed-forward network, without
-        the distribution object (what `--compile` compiles). A recurrent policy runs `step` or `replay`."""
+        the distribution object (what `--compile` compiles); `update` as for `features`. A recurrent policy runs
+        `step` or `replay`."""
         if self.core is not None:
             raise TypeError("a recurrent policy runs step(obs, state) or replay(obs, starts, state0)")
-        return self.heads(self.features(obs))
+        return self.heads(self.features(obs, update))
 
     def distribution(self, out: torch.Tensor) -> Distribution:
         """The distribution over actions of the policy head's outputs (ppo1.actions.distribution): a categorical
@@ -120,9 +122,9 @@ class ActorCritic(nn.Module):
         policy changed (it has such statistics)."""
         return False
 
-    def dist(self, obs: torch.Tensor):
-        """(distribution over actions, value (B,)) of a feed-forward policy."""
-        out, value = self(obs)
+    def dist(self, obs: torch.Tensor, update: bool = False):
+        """(distribution over actions, value (B,)) of a feed-forward policy; `update` as for `features`."""
+        out, value = self(obs, update)
         return self.distribution(out), value
 
     def initial_state(self, n: int, device: torch.device | str = "cpu") -> torch.Tensor | None:
@@ -145,12 +147,12 @@ class ActorCritic(nn.Module):
         out, value = self.heads(h, h_vf)
         return self.distribution(out), value, torch.cat([pi_state, vf_state], dim=-1)
 
-    def replay(self, obs: torch.Tensor, starts: torch.Tensor, state0: torch.Tensor):
+    def replay(self, obs: torch.Tensor, starts: torch.Tensor, state0: torch.Tensor, update: bool = False):
         """A recurrent policy over n chunks of L steps: obs (n L, ...) chunk after chunk, starts (n, L) bool
-        (True: the step begins an episode), state0 (n, state_size) the state before each chunk. Returns
-        (distribution, value (n L,)), step for step as `step` computed them in the rollout."""
+        (True: the step begins an episode), state0 (n, state_size) the state before each chunk; `update` as for
+        `features`. Returns (distribution, value (n L,)), step for step as `step` computed them in the rollout."""
         n, length = starts.shape
-        x = self.features(obs).reshape(n, length, -1)
+        x = self.features(obs, update).reshape(n, length, -1)
         if self.critic_core is None:
             h, h_vf = self.core.sequences(x, starts, state0), None
         else:
@@ -365,16 +367,16 @@ class CnnPolicy(ActorCritic):
         if init == "orthogonal":
             orthogonal_init_(self, {self.pi: 0.01, self.vf: 1.0})
 
-    def features(self, obs: torch.Tensor) -> torch.Tensor:
-        """obs (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) -> the torso's features (B, hidden + vec_dim) float32."""
+    def features(self, obs: torch.Tensor, update: bool = False) -> torch.Tensor:
+        """obs (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) -> the torso's features (B, hidden + vec_dim) float32.
+        update: a pass of the PPO update, in its precision (see below)."""
         image = obs[:, :-1] if self.vec_dim else obs
         x = self.torso_input(image)
-        if self.autocast_dtype is not None and (torch.is_grad_enabled() or self.relabelling):
-            # --precision bf16, in the update only (the rollouts run without gradients, in fp32: a batch
-            # of a few frames gains nothing from bf16), and in the pass that takes pi_old for it (so its
-            # first ratio is 1): the torso under autocast, its features back to float32 for the core and
-            # heads, so log-probabilities and values keep float32's precision where the ratio and losses
-            # are formed.
+        if update and self.autocast_dtype is not None:
+            # --precision bf16 in the update's passes only: its minibatches and the pass that takes pi_old for
+            # it (so its first ratio is 1); acting stays in fp32, as a batch of a few frames gains nothing from
+            # bf16. The torso runs under autocast, its features go back to float32 for the core and heads, so
+            # log-probabilities and values keep float32's precision where the ratio and losses are formed.
             with torch.autocast(obs.device.type, dtype=self.autocast_dtype):
                 h = self.torso(x)
             h = h.float()
@@ -493,8 +495,8 @@ class MlpPolicy(ActorCritic):
         self.ob_rms.update(obs, allreduce_sum)
         return True
 
-    def features(self, obs: torch.Tensor) -> torch.Tensor:
-        """obs (B, D) -> the normalised observations (B, D)."""
+    def features(self, obs: torch.Tensor, update: bool = False) -> torch.Tensor:
+        """obs (B, D) -> the normalised observations (B, D), in float32 in every pass (`update` is ignored)."""
         return self.ob_rms.normalize(obs)
 
 

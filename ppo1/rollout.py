@@ -93,11 +93,12 @@ class Batch:
             yield self._take((chunks[:, None] * self.seq_len + steps).reshape(-1), chunks)
 
     def forward(self, policy: torch.nn.Module, dist_fn: Callable | None = None):
-        """(distribution, values (N,)) of `policy` on these samples: a feed-forward pass (through `dist_fn`
-        when given: the --compile'd one), or with --rnn a replay of the chunks from their saved states."""
+        """(distribution, values (N,)) of `policy` on these samples in the update's pass (its precision): a
+        feed-forward pass (through `dist_fn` when given: the --compile'd one), or with --rnn a replay of the
+        chunks from their saved states."""
         if self.state0 is None:
-            return (dist_fn or policy.dist)(self.obs)
-        return policy.replay(self.obs, self.starts.view(-1, self.seq_len), self.state0)
+            return dist_fn(self.obs) if dist_fn is not None else policy.dist(self.obs, update=True)
+        return policy.replay(self.obs, self.starts.view(-1, self.seq_len), self.state0, update=True)
 
     @torch.no_grad()
     def relabel(self, policy: torch.nn.Module, chunk: int = 1024) -> None:
@@ -107,17 +108,13 @@ class Batch:
         assigns old = new after updating its ob_rms."""
         logp, values = [], []  # new tensors: on the CPU, logp and values share the Segment's buffers
         chunk = max(chunk // self.seq_len, 1) * self.seq_len
-        policy.relabelling = True  # in the update's precision (--precision bf16), as the epochs compute
-        try:
-            for start in range(0, len(self), chunk):
-                end = min(start + chunk, len(self))  # slices: views of the batch, as before --rnn, not copies
-                part = self._take(slice(start, end),
-                                  None if self.state0 is None else slice(start // self.seq_len, end // self.seq_len))
-                dist, v = part.forward(policy)
-                logp.append(dist.log_prob(part.actions))
-                values.append(v)
-        finally:
-            policy.relabelling = False
+        for start in range(0, len(self), chunk):
+            end = min(start + chunk, len(self))  # slices: views of the batch, as before --rnn, not copies
+            part = self._take(slice(start, end),
+                              None if self.state0 is None else slice(start // self.seq_len, end // self.seq_len))
+            dist, v = part.forward(policy)  # the update's pass, in its precision (--precision bf16)
+            logp.append(dist.log_prob(part.actions))
+            values.append(v)
         self.logp = torch.cat(logp).float()
         if self.values is not None:
             self.values = torch.cat(values).float()
