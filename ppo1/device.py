@@ -6,7 +6,7 @@ transfers of the rollout, device-free checkpoint state, and `--compile` with its
     configure(dev, deterministic)                 # cuDNN / cuBLAS settings of --deterministic
     act = batched_act(policy, dev, example_obs)   # numpy obs (k, ...), memory -> numpy (actions, logp, values), memory
     state = to_cpu(optimizer.state_dict())        # checkpoints hold CPU tensors only
-    forward = compiled_dist(policy, log)          # torch.compile'd training forward, eager on failure
+    forward = CompiledDist(policy, log)           # torch.compile'd training forward, eager on failure
 
 On the CPU nothing here copies or moves anything: batched_act hands the policy the envs' observation
 buffer itself (torch.from_numpy), and to_cpu returns CPU tensors as they are.
