@@ -1,4 +1,4 @@
-"""The action spaces ppo1 trains, and the distribution of the multi-dimensional discrete ones.
+"""The action spaces ppo1 trains, the distribution of a policy's actions, and how an action is chosen from it.
 
     Discrete(n)           one categorical of n logits (every family)
     MultiDiscrete(nvec)   one categorical per dimension, from one head of sum(nvec) logits split per dimension
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from torch.distributions import Categorical, Distribution
+from torch.distributions import Categorical, Distribution, Independent, Normal
 
 from ppo1 import PPO1Error
 
@@ -112,3 +112,47 @@ class MultiCategorical(Distribution):
     def mode(self) -> torch.Tensor:
         """The most probable index of each dimension (B, dims): the greedy action."""
         return torch.stack([d.logits.argmax(-1) for d in self.dists], -1)
+
+
+def distribution(out: torch.Tensor, nvec: tuple[int, ...] | None = None,
+                 std: torch.Tensor | None = None) -> Distribution:
+    """The distribution over actions of a policy head's outputs `out` (B, ...): with `std` (Box actions) a diagonal
+    Gaussian of mean out and standard deviation std (B, A); with `nvec` (MultiDiscrete, MultiBinary) one categorical
+    per dimension (MultiCategorical); else (Discrete) one categorical of logits out (B, n)."""
+    if std is not None:
+        return Independent(Normal(out, std, validate_args=False), 1, validate_args=False)
+    if nvec is not None:
+        return MultiCategorical(out, nvec)
+    return Categorical(logits=out, validate_args=False)  # NaN logits: caught as a non-finite update
+
+
+def most_probable(dist: Distribution) -> torch.Tensor:
+    """The greedy action of each row of a `distribution`: the Gaussian's mean (B, A), the most probable index
+    of each dimension (B, dims), or the most probable action (B,)."""
+    if isinstance(dist, Independent):
+        return dist.base_dist.mean
+    if isinstance(dist, MultiCategorical):
+        return dist.mode
+    return dist.logits.argmax(-1)
+
+
+def sample_on_cpu(dist: Distribution, generator: torch.Generator) -> torch.Tensor:
+    """An action per row of a `distribution`, drawn on the CPU with `generator` (not the global torch RNG): the
+    mean plus std x standard normal noise (Box), one index per dimension drawn dimension by dimension
+    (MultiDiscrete, MultiBinary), or one index (Discrete)."""
+    if isinstance(dist, Independent):
+        base = dist.base_dist
+        mean, std = base.mean.cpu(), base.stddev.cpu()
+        return mean + std * torch.randn(mean.shape, generator=generator)
+    if isinstance(dist, MultiCategorical):
+        return torch.cat([torch.multinomial(d.probs.cpu(), 1, generator=generator) for d in dist.dists], -1)
+    return torch.multinomial(dist.probs.cpu(), 1, generator=generator).squeeze(-1)
+
+
+def choose(dist: Distribution, greedy: bool, generator: torch.Generator | None = None) -> torch.Tensor:
+    """The action of each row of a `distribution` (B, ...): the most probable (`greedy`), else one sampled from it,
+    with the global torch RNG on dist's device (`generator` None: the rollout's draws, which a checkpoint's RNG
+    states reproduce) or with `generator` on the CPU (evaluation's own stream, which leaves training's alone)."""
+    if greedy:
+        return most_probable(dist)
+    return dist.sample() if generator is None else sample_on_cpu(dist, generator)

@@ -4,12 +4,12 @@ transfers of the rollout, device-free checkpoint state, and `--compile` with its
     spec = parse_device("cuda:1")                 # ("cuda", 1); PPO1Error for anything else
     dev = select_device("auto", local_rank)       # torch.device: cuda:<local_rank % gpus> or cpu
     configure(dev, deterministic)                 # cuDNN / cuBLAS settings of --deterministic
-    act = batched_act(policy, dev, example_obs)   # numpy obs (k, ...), state -> numpy (actions, logp, values), state
+    act = batched_act(policy, dev, example_obs)   # numpy obs (k, ...), memory -> numpy (actions, logp, values), memory
     state = to_cpu(optimizer.state_dict())        # checkpoints hold CPU tensors only
-    forward = compiled_dist(policy, log)          # torch.compile'd training forward, eager on failure
+    forward = CompiledDist(policy, log)           # torch.compile'd training forward, eager on failure
 
-On the CPU nothing here copies or moves anything: the rollout and the update see the same tensors
-as before GPU support existed.
+On the CPU nothing here copies or moves anything: batched_act hands the policy the envs' observation
+buffer itself (torch.from_numpy), and to_cpu returns CPU tensors as they are.
 """
 from __future__ import annotations
 
@@ -157,18 +157,18 @@ def make_adam(params, device: torch.device, lr: float, eps: float):
 
 def batched_act(policy, device: torch.device, obs: np.ndarray) -> Callable[..., tuple]:
     """A function from the k envs' observations (k, ...) (shape and dtype as `obs`) and, with --rnn, their
-    states (k, state_size) on `device` (else None) to (actions (k, ...), log-probs (k,), values (k,)) as numpy
-    and the states after them (on `device`; None without --rnn), running `policy.act` on `device`.
+    memories (k, memory_size) on `device` (else None) to (actions (k, ...), log-probs (k,), values (k,)) as numpy
+    and the memories after them (on `device`; None without --rnn), running `policy.act` on `device`.
 
-    CPU: the observations are used in place (torch.from_numpy), as before. CUDA: they are copied
+    CPU: the observations are used in place (torch.from_numpy), no copy. CUDA: they are copied
     into a pinned host buffer and sent as one non-blocking copy; actions, log-probs and values
     come back packed in one float64 tensor (exact for int64 actions < 2**53 and float32 values),
     one transfer per step.
     """
     if device.type == "cpu":
-        def act_cpu(o: np.ndarray, state: torch.Tensor | None = None) -> tuple:
-            action, logp, value, state = policy.act(torch.from_numpy(o), state=state)
-            return action.numpy(), logp.numpy(), value.numpy(), state
+        def act_cpu(o: np.ndarray, memory: torch.Tensor | None = None) -> tuple:
+            action, logp, value, memory = policy.act(torch.from_numpy(o), memory=memory)
+            return action.numpy(), logp.numpy(), value.numpy(), memory
         return act_cpu
 
     pinned = torch.empty(obs.shape, dtype=torch.from_numpy(obs[:0]).dtype).pin_memory()
@@ -178,13 +178,13 @@ def batched_act(policy, device: torch.device, obs: np.ndarray) -> Callable[..., 
     action_dtype = np.dtype(policy.action_dtype)
     a_width = int(np.prod(action_shape)) if action_shape else 1
 
-    def act_device(o: np.ndarray, state: torch.Tensor | None = None) -> tuple:
+    def act_device(o: np.ndarray, memory: torch.Tensor | None = None) -> tuple:
         host[...] = o  # the previous step's transfer back has completed, so the buffer is free
-        action, logp, value, state = policy.act(pinned.to(device, non_blocking=True), state=state)
+        action, logp, value, memory = policy.act(pinned.to(device, non_blocking=True), memory=memory)
         packed = torch.cat([action.reshape(k, a_width).double(), logp.reshape(k, 1).double(),
                             value.reshape(k, 1).double()], dim=1).cpu().numpy()  # (k, A + 2)
         actions = packed[:, :a_width].astype(action_dtype).reshape(k, *action_shape)
-        return actions, packed[:, a_width].astype(np.float32), packed[:, a_width + 1].astype(np.float32), state
+        return actions, packed[:, a_width].astype(np.float32), packed[:, a_width + 1].astype(np.float32), memory
     return act_device
 
 
@@ -205,19 +205,20 @@ class CompiledDist:
         self.state = "untried"  # -> "compiled" or "failed"
 
     def _trial(self, obs: torch.Tensor) -> None:
-        out, value = self.compiled(obs)
+        out, value = self.compiled(obs, update=True)
         params = [p for p in self.policy.parameters() if p.requires_grad]
         torch.autograd.grad(out.sum() + value.sum(), params, allow_unused=True)
 
     def __call__(self, obs: torch.Tensor):
+        """(distribution, values (B,)) of the update's pass over obs (B, ...), in the update's precision."""
         if self.state == "untried":
             self._attempt(self._trial, obs)
         if self.state == "compiled":  # a new minibatch size recompiles: that may fail too
-            result = self._attempt(self.compiled, obs)
+            result = self._attempt(lambda o: self.compiled(o, update=True), obs)
             if result is not None:
                 out, value = result
                 return self.policy.distribution(out), value
-        return self.policy.dist(obs)
+        return self.policy.dist(obs, update=True)
 
     def _attempt(self, fn: Callable, obs: torch.Tensor):
         """fn(obs), marking the state compiled; on any error, failed (with the notice) and None."""

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error, checkpoint
-from ppo1.actions import MultiCategorical, action_nvec, check_actions
+from ppo1.actions import action_nvec, check_actions, choose
 from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
 from ppo1.distributed import Comm
@@ -139,35 +139,24 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
 
 @torch.no_grad()
 def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator: torch.Generator,
-                  state: torch.Tensor | None = None):
-    """The action for one observation: the most probable (greedy) or one sampled from pi; `state`: a
-    recurrent policy's state (1, state_size) before obs (None without --rnn).
+                  memory: torch.Tensor | None = None):
+    """The action for one observation: the most probable (greedy) or one sampled from pi (ppo1.actions.choose);
+    `memory`: a recurrent policy's memory (1, memory_size) before obs (None without --rnn).
 
-    Returns (action, the state after obs): the action an int (Discrete actions), an int64 array (dims,)
+    Returns (action, the memory after obs): the action an int (Discrete actions), an int64 array (dims,)
     (MultiDiscrete, MultiBinary: the most probable or a sampled index per dimension) or a float32 array
     (Box actions). Samples with its own generator, so evaluation never moves the global torch RNG that
     training uses. A policy on a GPU computes the distribution there; the action is drawn on the CPU with the
     same generator.
     """
     device = next(policy.parameters()).device
-    dist, _value, state = policy.step(torch.from_numpy(obs).unsqueeze(0).to(device), state)
-    if getattr(policy, "continuous", False):
-        base = dist.base_dist
-        mean, std = base.mean.cpu(), base.stddev.cpu()
-        noise = 0.0 if greedy else std * torch.randn(mean.shape, generator=generator)
-        return (mean + noise)[0].numpy(), state
-    if isinstance(dist, MultiCategorical):
-        if greedy:
-            return dist.mode[0].cpu().numpy(), state
-        return np.array([int(torch.multinomial(d.probs.cpu(), 1, generator=generator)) for d in dist.dists],
-                        np.int64), state
-    if greedy:
-        return int(dist.logits.argmax(-1)), state
-    return int(torch.multinomial(dist.probs.cpu(), 1, generator=generator)), state
+    dist, _value, memory = policy.step(torch.from_numpy(obs).unsqueeze(0).to(device), memory)
+    action = choose(dist, greedy, generator)[0].cpu()
+    return (int(action) if action.dim() == 0 else action.numpy()), memory
 
 
 class Player:
-    """Chooses the actions of one game after another: a recurrent policy's state is carried from step to
+    """Chooses the actions of one game after another: a recurrent policy's memory is carried from step to
     step and starts from zeros where training's did, at each game's start and, with `episode_life` (the
     run trained with --episode_life: a lost life ended its episodes), at each life lost (`after_step`)."""
 
@@ -176,7 +165,7 @@ class Player:
         self.new_game()
 
     def new_game(self) -> None:
-        self.state = self.policy.initial_state(1, next(self.policy.parameters()).device)
+        self.memory = self.policy.initial_memory(1, next(self.policy.parameters()).device)
 
     def after_step(self, env, episode: Episode | None) -> None:
         """What env.step returned of the game: its end (`episode`), or a lost life (the env's `life_lost`,
@@ -185,7 +174,7 @@ class Player:
             self.new_game()
 
     def __call__(self, obs: np.ndarray):
-        action, self.state = choose_action(self.policy, obs, self.greedy, self.generator, self.state)
+        action, self.memory = choose_action(self.policy, obs, self.greedy, self.generator, self.memory)
         return action
 
 

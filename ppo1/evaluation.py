@@ -6,7 +6,7 @@ Evaluation never touches training. Its envs are its own, made once per rank at s
 to make, a game of Pong ~1 s to play: made per evaluation they would add a share to every one) and seeded from a
 stream apart from the training envs' (EVAL_STREAM, with the iteration the process started from, so a resumed run
 plays new games). Its actions are drawn with a generator of its own, never the global torch RNG, and a recurrent
-policy's state starts from zeros at each of its games (evaluate.Player). So a run trains bit-identically with or
+policy's memory starts from zeros at each of its games (evaluate.Player). So a run trains bit-identically with or
 without it.
 
 The games are those --mode play plays (ppo1.envs.make_eval_env: Atari's whole games over all lives, unclipped;

@@ -12,23 +12,23 @@ state-independent log-std (Box actions) and a value. Linear layers use baselines
 (policy head gain 0.01); conv layers use baselines' Glorot-uniform (= Xavier uniform).
 
 With `--rnn lstm` or `gru`, a RecurrentCore (one layer of `--rnn_size`) sits between the torso and the heads:
-the policy then carries a state per env (zeros at each episode's start) and replays the rollout's chunks
-of steps in the update from the states saved at their starts (`replay`). With `--rnn_critic separate` the
+the policy then carries a memory per env (zeros at each episode's start) and replays the rollout's chunks
+of steps in the update from the memories saved at their starts (`replay`). With `--rnn_critic separate` the
 value head reads a second core of its own (`critic_core`, on the same torso features), as sb3-contrib's
-RecurrentPPO with enable_critic_lstm: the state is then the policy core's followed by the critic core's.
+RecurrentPPO with enable_critic_lstm: the memory is then the policy core's followed by the critic core's.
 
-Every policy has `step(obs, state) -> (distribution, value, state)` and `act(obs, greedy, state) -> (action,
-logp, value, state)` (state None without a core); feed-forward ones also `dist(obs) -> (distribution, value)`.
+Every policy has `step(obs, memory) -> (distribution, value, memory)` and `act(obs, greedy, memory) -> (action,
+logp, value, memory)` (memory None without a core); feed-forward ones also `dist(obs) -> (distribution, value)`.
 """
 from __future__ import annotations
 
 import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Categorical, Independent, Normal
+from torch.distributions import Distribution
 
 from ppo1 import PPO1Error
-from ppo1.actions import MultiCategorical, action_nvec, head_size
+from ppo1.actions import action_nvec, choose, distribution, head_size
 
 
 def normc_(weight: torch.Tensor, std: float = 1.0) -> torch.Tensor:
@@ -58,29 +58,32 @@ RNN_CRITICS = ("shared", "separate")  # --rnn_critic: the value head reads the p
 
 
 class ActorCritic(nn.Module):
-    """A policy with a value head: subclasses define `features(obs) -> (B, F)` (the torso) and
-    `heads(h) -> (distribution parameters, value (B,))`; `core`, when set (`--rnn`), is a RecurrentCore
-    between them."""
+    """A policy with a value head: subclasses define `features(obs) -> (B, F)` (the torso) and the heads'
+    modules `pi` (distribution parameters) and `vf` (value), which `heads` applies; `core`, when set (`--rnn`),
+    is a RecurrentCore between them."""
 
     action_shape: tuple = ()
     action_dtype = np.int64
+    continuous = False  # Box actions: a Gaussian of mean `pi`'s outputs and std exp(`logstd`) (MlpPolicy)
     nvec: tuple[int, ...] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension
 
     def __init__(self):
         super().__init__()
         self.core: RecurrentCore | None = None  # --rnn lstm / gru
         self.critic_core: RecurrentCore | None = None  # --rnn_critic separate: the value head's own core
-        self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16 (CnnPolicy.features)
-        self.relabelling = False  # Batch.relabel: pi_old in the update's precision, without gradients
+        self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16, the torso's precision in
+        #                                                 the update's passes (features(obs, update=True))
 
-    def features(self, obs: torch.Tensor) -> torch.Tensor:
-        """obs (B, ...) -> the torso's features (B, F)."""
+    def features(self, obs: torch.Tensor, update: bool = False) -> torch.Tensor:
+        """obs (B, ...) -> the torso's features (B, F). update: a pass of the PPO update (its loss, or the pi_old
+        it starts from), which runs in the update's precision (`autocast_dtype`); acting runs in float32."""
         raise NotImplementedError
 
     def heads(self, h: torch.Tensor, h_vf: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Features (B, F) (the core's outputs, with --rnn) -> (distribution parameters (B, ...), value (B,));
-        h_vf: the value head's own features (the critic core's outputs), else it reads h."""
-        raise NotImplementedError
+        """Features (B, F) (the core's outputs, with --rnn) -> (the policy head `pi`'s outputs (B, ...): logits or
+        the Gaussian's mean, float32; the value head `vf`'s value (B,)); the value head reads h_vf (the critic
+        core's outputs) when given, else h."""
+        return self.pi(h), self.vf(h if h_vf is None else h_vf).squeeze(-1)
 
     def _add_cores(self, kind: str, n_in: int, size: int, critic: str) -> int:
         """--rnn `kind` (not none): the policy's core of `size` units on n_in features and, with critic
@@ -93,22 +96,32 @@ class ActorCritic(nn.Module):
         return size
 
     @property
-    def state_size(self) -> int:
-        """The width of the recurrent state: the core's, plus the critic core's with --rnn_critic separate."""
+    def recurrent(self) -> bool:
+        """Whether the policy has a recurrent core (--rnn): it then carries a memory per env from step to step
+        (`step`, `act`) and replays chunks of steps in the update (`replay`)."""
+        return self.core is not None
+
+    @property
+    def memory_size(self) -> int:
+        """The width of the recurrent memory (what the policy carries from step to step): the core's, plus the
+        critic core's with --rnn_critic separate."""
         if self.core is None:
             return 0
-        return self.core.state_size + (0 if self.critic_core is None else self.critic_core.state_size)
+        return self.core.memory_size + (0 if self.critic_core is None else self.critic_core.memory_size)
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, obs: torch.Tensor, update: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """obs (B, ...) -> (distribution parameters (B, ...), value (B,)): the feed-forward network, without
-        the distribution object (what `--compile` compiles). A recurrent policy runs `step` or `replay`."""
+        the distribution object (what `--compile` compiles); `update` as for `features`. A recurrent policy runs
+        `step` or `replay`."""
         if self.core is not None:
-            raise TypeError("a recurrent policy runs step(obs, state) or replay(obs, starts, state0)")
-        return self.heads(self.features(obs))
+            raise TypeError("a recurrent policy runs step(obs, memory) or replay(obs, starts, memory0)")
+        return self.heads(self.features(obs, update))
 
-    def distribution(self, out: torch.Tensor):
-        """The action distribution for the first output of forward."""
-        raise NotImplementedError
+    def distribution(self, out: torch.Tensor) -> Distribution:
+        """The distribution over actions of the policy head's outputs (ppo1.actions.distribution): a categorical
+        (Discrete), one per dimension (MultiDiscrete, MultiBinary) or a diagonal Gaussian with state-independent
+        log-std (Box, `continuous`)."""
+        return distribution(out, self.nvec, self.logstd.exp().expand_as(out) if self.continuous else None)
 
     def observe(self, obs: np.ndarray, allreduce_sum=None) -> bool:
         """Add a batch of observations (N, ...) to the model's running input statistics, summed over
@@ -116,68 +129,61 @@ class ActorCritic(nn.Module):
         policy changed (it has such statistics)."""
         return False
 
-    def dist(self, obs: torch.Tensor):
-        """(distribution over actions, value (B,)) of a feed-forward policy."""
-        out, value = self(obs)
+    def dist(self, obs: torch.Tensor, update: bool = False):
+        """(distribution over actions, value (B,)) of a feed-forward policy; `update` as for `features`."""
+        out, value = self(obs, update)
         return self.distribution(out), value
 
-    def initial_state(self, n: int, device: torch.device | str = "cpu") -> torch.Tensor | None:
-        """The recurrent state of n envs at an episode's start (zeros (n, state_size)); None without --rnn."""
-        return None if self.core is None else torch.zeros(n, self.state_size, device=device)
+    def initial_memory(self, n: int, device: torch.device | str = "cpu") -> torch.Tensor | None:
+        """The recurrent memory of n envs at an episode's start (zeros (n, memory_size)); None without --rnn."""
+        return None if self.core is None else torch.zeros(n, self.memory_size, device=device)
 
-    def step(self, obs: torch.Tensor, state: torch.Tensor | None):
-        """One step of B envs: (distribution, value (B,), the state after obs (None without --rnn))."""
+    def step(self, obs: torch.Tensor, memory: torch.Tensor | None):
+        """One step of B envs: (distribution, value (B,), the memory after obs (None without --rnn))."""
         if self.core is None:
             dist, value = self.dist(obs)
             return dist, value, None
         x = self.features(obs)
         if self.critic_core is None:
-            h, state = self.core.step(x, state)
+            h, memory = self.core.step(x, memory)
             out, value = self.heads(h)
-            return self.distribution(out), value, state
-        pi_state, vf_state = state.split(self.core.state_size, dim=-1)
-        h, pi_state = self.core.step(x, pi_state)
-        h_vf, vf_state = self.critic_core.step(x, vf_state)
+            return self.distribution(out), value, memory
+        pi_memory, vf_memory = memory.split(self.core.memory_size, dim=-1)
+        h, pi_memory = self.core.step(x, pi_memory)
+        h_vf, vf_memory = self.critic_core.step(x, vf_memory)
         out, value = self.heads(h, h_vf)
-        return self.distribution(out), value, torch.cat([pi_state, vf_state], dim=-1)
+        return self.distribution(out), value, torch.cat([pi_memory, vf_memory], dim=-1)
 
-    def replay(self, obs: torch.Tensor, starts: torch.Tensor, state0: torch.Tensor):
+    def replay(self, obs: torch.Tensor, starts: torch.Tensor, memory0: torch.Tensor, update: bool = False):
         """A recurrent policy over n chunks of L steps: obs (n L, ...) chunk after chunk, starts (n, L) bool
-        (True: the step begins an episode), state0 (n, state_size) the state before each chunk. Returns
-        (distribution, value (n L,)), step for step as `step` computed them in the rollout."""
+        (True: the step begins an episode), memory0 (n, memory_size) the memory before each chunk; `update` as
+        for `features`. Returns (distribution, value (n L,)), step for step as `step` computed them in the rollout."""
         n, length = starts.shape
-        x = self.features(obs).reshape(n, length, -1)
+        x = self.features(obs, update).reshape(n, length, -1)
         if self.critic_core is None:
-            h, h_vf = self.core.sequences(x, starts, state0), None
+            h, h_vf = self.core.sequences(x, starts, memory0), None
         else:
-            pi_state0, vf_state0 = state0.split(self.core.state_size, dim=-1)
-            h = self.core.sequences(x, starts, pi_state0)
-            h_vf = self.critic_core.sequences(x, starts, vf_state0).reshape(n * length, -1)
+            pi_memory0, vf_memory0 = memory0.split(self.core.memory_size, dim=-1)
+            h = self.core.sequences(x, starts, pi_memory0)
+            h_vf = self.critic_core.sequences(x, starts, vf_memory0).reshape(n * length, -1)
         out, value = self.heads(h.reshape(n * length, -1), h_vf)
         return self.distribution(out), value
 
     @torch.no_grad()
-    def act(self, obs: torch.Tensor, greedy: bool = False, state: torch.Tensor | None = None):
+    def act(self, obs: torch.Tensor, greedy: bool = False, memory: torch.Tensor | None = None):
         """Sample (or take the most probable) actions. Returns (actions (B, ...), log-probs (B,), values (B,),
-        the state after obs (None without --rnn))."""
-        dist, value, state = self.step(obs, state)
-        if greedy:
-            base = dist.base_dist if isinstance(dist, Independent) else dist
-            if isinstance(base, MultiCategorical):
-                action = base.mode  # the most probable index of each dimension
-            else:
-                action = base.mean if isinstance(base, Normal) else base.logits.argmax(-1)
-        else:
-            action = dist.sample()
-        return action, dist.log_prob(action), value, state
+        the memory after obs (None without --rnn))."""
+        dist, value, memory = self.step(obs, memory)
+        action = choose(dist, greedy)
+        return action, dist.log_prob(action), value, memory
 
 
 class RecurrentCore(nn.Module):
     """One LSTM or GRU layer (torch's fused nn.LSTM / nn.GRU) between a policy's torso and its heads.
 
-    The state of n envs is one tensor (n, state_size): h (LSTM: h and c side by side), zeros at an
+    The memory of n envs is one tensor (n, memory_size): h (LSTM: h and c side by side), zeros at an
     episode's start. `step` advances it by one observation; `sequences` replays chunks of L steps from
-    the states saved at their starts, cut at the episode starts inside them, in one fused call."""
+    the memories saved at their starts, cut at the episode starts inside them, in one fused call."""
 
     def __init__(self, kind: str, n_in: int, size: int):
         super().__init__()
@@ -185,38 +191,39 @@ class RecurrentCore(nn.Module):
             raise PPO1Error(f"--rnn={kind!r} is invalid: must be one of none, {', '.join(RNN_KINDS)}")
         self.kind, self.size = kind, size
         self.rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(n_in, size, batch_first=True)
-        self.state_size = 2 * size if kind == "lstm" else size
+        self.memory_size = 2 * size if kind == "lstm" else size
         for name, param in self.rnn.named_parameters():  # CleanRL ppo_atari_lstm: orthogonal, zero biases
             if name.startswith("weight"):
                 nn.init.orthogonal_(param, 1.0)
             else:
                 nn.init.zeros_(param)
 
-    def _hidden(self, state: torch.Tensor):
-        """(n, state_size) -> what nn.LSTM (h0, c0) or nn.GRU (h0) takes: (1, n, size) each."""
+    def _to_rnn(self, memory: torch.Tensor):
+        """(n, memory_size) -> what nn.LSTM (h0, c0) or nn.GRU (h0) takes: (1, n, size) each."""
         if self.kind == "lstm":
-            h, c = state.split(self.size, dim=-1)
+            h, c = memory.split(self.size, dim=-1)
             return h.unsqueeze(0).contiguous(), c.unsqueeze(0).contiguous()
-        return state.unsqueeze(0).contiguous()
+        return memory.unsqueeze(0).contiguous()
 
-    def _state(self, hidden) -> torch.Tensor:
+    def _from_rnn(self, hidden) -> torch.Tensor:
+        """What nn.LSTM (h, c) or nn.GRU (h) returns as its last hidden state -> the memory (n, memory_size)."""
         return torch.cat([hidden[0][0], hidden[1][0]], dim=-1) if self.kind == "lstm" else hidden[0]
 
-    def step(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """One step of n envs: x (n, n_in), state (n, state_size) -> (output (n, size), next state)."""
-        out, hidden = self.rnn(x.unsqueeze(1), self._hidden(state))
-        return out[:, 0], self._state(hidden)
+    def step(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of n envs: x (n, n_in), memory (n, memory_size) -> (output (n, size), next memory)."""
+        out, hidden = self.rnn(x.unsqueeze(1), self._to_rnn(memory))
+        return out[:, 0], self._from_rnn(hidden)
 
-    def sequences(self, x: torch.Tensor, starts: torch.Tensor, state0: torch.Tensor) -> torch.Tensor:
+    def sequences(self, x: torch.Tensor, starts: torch.Tensor, memory0: torch.Tensor) -> torch.Tensor:
         """n chunks of L steps: x (n, L, n_in); starts (n, L) bool, True where a step begins an episode
-        (the state there is zeros); state0 (n, state_size), the state before each chunk's first step.
+        (the memory there is zeros); memory0 (n, memory_size), the memory before each chunk's first step.
         Returns the outputs (n, L, size), as `step` gives them one step at a time.
 
         Each chunk is cut into pieces at the episode starts inside it; the pieces run as one packed batch
-        (the first from its chunk's saved state, the others from zeros)."""
+        (the first from its chunk's saved memory, the others from zeros)."""
         n, length = starts.shape
         if not bool(starts[:, 1:].any()):  # no episode starts inside a chunk: whole chunks
-            return self.rnn(x, self._hidden(state0))[0]
+            return self.rnn(x, self._to_rnn(memory0))[0]
         begins = starts.clone()
         begins[:, 0] = True
         flat = begins.reshape(-1)
@@ -226,11 +233,11 @@ class RecurrentCore(nn.Module):
         pos = torch.arange(n * length, device=x.device) - first[piece]  # each step's place in its piece
         padded = x.new_zeros(len(first), length, x.shape[-1])
         padded[piece, pos] = x.reshape(n * length, -1)
-        init = state0.new_zeros(len(first), self.state_size)
+        init = memory0.new_zeros(len(first), self.memory_size)
         at_chunk_start = first % length == 0
-        init[at_chunk_start] = state0[first[at_chunk_start] // length]
+        init[at_chunk_start] = memory0[first[at_chunk_start] // length]
         packed = nn.utils.rnn.pack_padded_sequence(padded, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, _ = self.rnn(packed, self._hidden(init))
+        out, _ = self.rnn(packed, self._to_rnn(init))
         out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=length)
         return out[piece, pos].reshape(n, length, self.size)
 
@@ -368,16 +375,16 @@ class CnnPolicy(ActorCritic):
         if init == "orthogonal":
             orthogonal_init_(self, {self.pi: 0.01, self.vf: 1.0})
 
-    def features(self, obs: torch.Tensor) -> torch.Tensor:
-        """obs (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) -> the torso's features (B, hidden + vec_dim) float32."""
+    def features(self, obs: torch.Tensor, update: bool = False) -> torch.Tensor:
+        """obs (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) -> the torso's features (B, hidden + vec_dim) float32.
+        update: a pass of the PPO update, in its precision (see below)."""
         image = obs[:, :-1] if self.vec_dim else obs
         x = self.torso_input(image)
-        if self.autocast_dtype is not None and (torch.is_grad_enabled() or self.relabelling):
-            # --precision bf16, in the update only (the rollouts run without gradients, in fp32: a batch
-            # of a few frames gains nothing from bf16), and in the pass that takes pi_old for it (so its
-            # first ratio is 1): the torso under autocast, its features back to float32 for the core and
-            # heads, so log-probabilities and values keep float32's precision where the ratio and losses
-            # are formed.
+        if update and self.autocast_dtype is not None:
+            # --precision bf16 in the update's passes only: its minibatches and the pass that takes pi_old for
+            # it (so its first ratio is 1); acting stays in fp32, as a batch of a few frames gains nothing from
+            # bf16. The torso runs under autocast, its features go back to float32 for the core and heads, so
+            # log-probabilities and values keep float32's precision where the ratio and losses are formed.
             with torch.autocast(obs.device.type, dtype=self.autocast_dtype):
                 h = self.torso(x)
             h = h.float()
@@ -386,10 +393,6 @@ class CnnPolicy(ActorCritic):
         if self.vec_dim:
             h = torch.cat([h, self.vec_rms.normalize(self.vector(obs))], -1)
         return h
-
-    def heads(self, h: torch.Tensor, h_vf: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Features (B, F) -> (logits (B, A) float32, value (B,) float32); the value from h_vf when given."""
-        return self.pi(h), self.vf(h if h_vf is None else h_vf).squeeze(-1)
 
     def vector(self, obs: torch.Tensor) -> torch.Tensor:
         """The vec_dim float32 numbers packed into the last channel of obs (B, C, H, W) uint8: (B, vec_dim)."""
@@ -408,11 +411,6 @@ class CnnPolicy(ActorCritic):
             mean = self.frame_rms.mean().float().expand(1, *x.shape[1:])
             x.sub_(frame_layout(mean))
         return x.div_(255.0)
-
-    def distribution(self, logits: torch.Tensor) -> Categorical | MultiCategorical:
-        if self.nvec is not None:
-            return MultiCategorical(logits, self.nvec)
-        return Categorical(logits=logits, validate_args=False)  # NaN logits: caught as a non-finite update
 
     def observe(self, obs: np.ndarray, allreduce_sum=None) -> bool:
         """--frame_norm center: the newest frame of each observation (..., 4, 84, 84) into the running
@@ -505,23 +503,10 @@ class MlpPolicy(ActorCritic):
         self.ob_rms.update(obs, allreduce_sum)
         return True
 
-    def features(self, obs: torch.Tensor) -> torch.Tensor:
-        """obs (B, D) -> the normalised observations (B, D)."""
+    def features(self, obs: torch.Tensor, update: bool = False) -> torch.Tensor:
+        """obs (B, D) -> the normalised observations (B, D), in float32 in every pass (`update` is ignored)."""
         return self.ob_rms.normalize(obs)
 
-    def heads(self, h: torch.Tensor, h_vf: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, F) -> (logits or Gaussian mean (B, A), value (B,)); the value from h_vf when given."""
-        return self.pi(h), self.vf(h if h_vf is None else h_vf).squeeze(-1)
-
-    def distribution(self, out: torch.Tensor):
-        """Categorical (Discrete actions), one per dimension (MultiDiscrete, MultiBinary) or diagonal Gaussian
-        with state-independent log-std (Box)."""
-        if self.continuous:
-            return Independent(Normal(out, self.logstd.exp().expand_as(out), validate_args=False), 1,
-                               validate_args=False)
-        if self.nvec is not None:
-            return MultiCategorical(out, self.nvec)
-        return Categorical(logits=out, validate_args=False)
 
 
 def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84), init: str = "normc",

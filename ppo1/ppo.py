@@ -159,7 +159,8 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     and their parameters identical. Advantages are standardised over the rank's batch
     (`adv_norm="batch"`, baselines ppo1: done by Segment.batch) or over each minibatch ("minibatch",
     ppo2). `dist_fn(obs) -> (distribution, values)` replaces `policy.dist` for the forward pass (the
-    `--compile`d one) in a feed-forward policy; a recurrent one replays each minibatch's chunks (Batch.forward).
+    `--compile`d one) in a feed-forward policy; a recurrent one replays each minibatch's chunks
+    (RecurrentBatch.forward).
     Returns the mean of each statistic over all minibatches of this rank whose loss was computed, and
     `epochs`: the epochs run, counted in minibatch steps (2.5 = stopped halfway through the third).
     Raises NonFiniteUpdate, before that minibatch's step, when the averaged gradients are not finite.
@@ -175,7 +176,7 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
             a = mb.adv
             if hp.adv_norm == "minibatch":
                 a = (a - a.mean()) / (a.std() + 1e-8)
-            dist, values = mb.forward(policy, dist_fn)  # with --rnn: the chunks replayed from their saved states
+            dist, values = mb.forward(policy, dist_fn)  # with --rnn: the chunks replayed from their saved memories
             loss, stats = ppo_loss(dist, values, mb.actions, mb.logp, a, mb.returns, hp.clip, hp.vf_coef,
                                    hp.ent_coef, old_values=mb.values if hp.clip_vloss else None)
             totals += torch.stack([stats[k] for k in STAT_KEYS])

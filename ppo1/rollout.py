@@ -1,5 +1,13 @@
 """Collecting a segment of T steps from the k envs of one rank, with batched inference; the segment's
-samples as one flat batch on the policy's device, in shuffled minibatches for the update."""
+samples as one flat batch on the policy's device, in shuffled minibatches for the update.
+
+A feed-forward policy and a recurrent one (--rnn) each have their own types, as Stable-Baselines3 has its
+RolloutBuffer and RecurrentRolloutBuffer. Collector, Segment and Batch lay the samples out time-major (the k
+envs' step t, then step t + 1) and shuffle single samples. RecurrentCollector, RecurrentSegment and
+RecurrentBatch carry the policy's memory of each env from step to step, lay the samples out env-major (each
+env's T steps as T / L chunks of L consecutive steps) and shuffle whole chunks, each replayed in the update
+from the memory saved before its first step. make_collector picks the collector a policy needs.
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -29,6 +37,16 @@ def rows(x: torch.Tensor, idx: torch.Tensor | slice) -> torch.Tensor:
     return torch.index_select(x, 0, idx)
 
 
+def time_major(x: np.ndarray, device: torch.device) -> torch.Tensor:
+    """(T, k, ...) -> (T k, ...) on `device`, sample t k + i being step t of env i (on the CPU a view of x)."""
+    return torch.from_numpy(x.reshape(-1, *x.shape[2:])).to(device)
+
+
+def env_major(x: np.ndarray, device: torch.device) -> torch.Tensor:
+    """(T, k, ...) -> (k T, ...) on `device`, sample i T + t being step t of env i: each env's steps in a row."""
+    return torch.from_numpy(np.ascontiguousarray(x.swapaxes(0, 1)).reshape(-1, *x.shape[2:])).to(device)
+
+
 @dataclasses.dataclass
 class Batch:
     """A rank's samples of one iteration, flattened (N = T x k), on the policy's device.
@@ -38,9 +56,6 @@ class Batch:
     values (N,): V_old, the rollout's values (for --clip_vloss; None where not kept).
     `rng` is the rank's generator that shuffles them (its state is checkpointed: a resumed run
     draws the same minibatches).
-    With --rnn the samples are chunks of `seq_len` consecutive steps of one env, chunk after chunk:
-    starts (N,) bool (the step begins an episode), state0 (N / seq_len, state_size) the policy's state
-    before each chunk's first step.
     """
 
     obs: torch.Tensor
@@ -50,77 +65,103 @@ class Batch:
     returns: torch.Tensor
     rng: np.random.Generator
     values: torch.Tensor | None = None
-    starts: torch.Tensor | None = None
-    state0: torch.Tensor | None = None
-    seq_len: int = 1
 
     def __len__(self) -> int:
         return self.obs.shape[0]
 
-    def _take(self, idx: torch.Tensor | slice, chunks: torch.Tensor | slice | None = None) -> "Batch":
-        pick = (lambda x: None if x is None else rows(x, idx))
-        return Batch(rows(self.obs, idx), rows(self.actions, idx), rows(self.logp, idx), rows(self.adv, idx),
-                     rows(self.returns, idx), self.rng, pick(self.values), pick(self.starts),
-                     None if chunks is None else rows(self.state0, chunks), self.seq_len)
-
-    def chunks_per_minibatch(self, size: int) -> int:
-        """--rnn: the whole chunks in each minibatch for minibatches of `size` samples (config.rnn_minibatches)."""
-        return rnn_minibatches(len(self), size, self.seq_len)[0]
+    def _rows(self, idx: torch.Tensor | slice) -> dict:
+        """The rows `idx` of every per-sample field, as a Batch's keyword arguments (the rng shared)."""
+        return dict(obs=rows(self.obs, idx), actions=rows(self.actions, idx), logp=rows(self.logp, idx),
+                    adv=rows(self.adv, idx), returns=rows(self.returns, idx), rng=self.rng,
+                    values=None if self.values is None else rows(self.values, idx))
 
     def minibatch_count(self, size: int) -> int:
-        """The minibatches of one epoch (see minibatches): len // size, with --rnn at most one per chunk."""
-        if self.state0 is None:
-            return len(self) // size
-        return rnn_minibatches(len(self), size, self.seq_len)[1]
+        """The minibatches of one epoch (see minibatches): len // size."""
+        return len(self) // size
 
     def minibatches(self, size: int) -> Iterator["Batch"]:
         """One epoch: the samples in a fresh random order (one rng.permutation(N) per call), N // size
         minibatches of `size` each (baselines, CleanRL): the N % size left over sit this epoch out, so
-        every Adam step weighs as many samples and none averages over one. size <= N.
-        With --rnn whole chunks are shuffled instead (one rng.permutation(chunks)): as many minibatches as
-        without (N // size, at most one per chunk), each of chunks_per_minibatch(size) chunks, the chunks
-        left over sitting the epoch out; the same count on every rank (each has the same T and k)."""
-        if self.state0 is None:
-            perm = torch.from_numpy(self.rng.permutation(len(self))).to(self.obs.device)
-            for start in range(0, len(self) - size + 1, size):
-                yield self._take(perm[start:start + size])
-            return
-        per, count = rnn_minibatches(len(self), size, self.seq_len)
-        steps = torch.arange(self.seq_len, device=self.obs.device)
-        perm = torch.from_numpy(self.rng.permutation(len(self.state0))).to(self.obs.device)
-        for start in range(0, count * per, per):
-            chunks = perm[start:start + per]
-            yield self._take((chunks[:, None] * self.seq_len + steps).reshape(-1), chunks)
+        every Adam step weighs as many samples and none averages over one. size <= N."""
+        perm = torch.from_numpy(self.rng.permutation(len(self))).to(self.obs.device)
+        for start in range(0, len(self) - size + 1, size):
+            yield Batch(**self._rows(perm[start:start + size]))
+
+    def blocks(self, size: int) -> Iterator["Batch"]:
+        """The samples in their order, in blocks of `size` (the last one shorter): slices, views of the batch."""
+        for start in range(0, len(self), size):
+            yield Batch(**self._rows(slice(start, min(start + size, len(self)))))
 
     def forward(self, policy: torch.nn.Module, dist_fn: Callable | None = None):
-        """(distribution, values (N,)) of `policy` on these samples: a feed-forward pass (through `dist_fn`
-        when given: the --compile'd one), or with --rnn a replay of the chunks from their saved states."""
-        if self.state0 is None:
-            return (dist_fn or policy.dist)(self.obs)
-        return policy.replay(self.obs, self.starts.view(-1, self.seq_len), self.state0)
+        """(distribution, values (N,)) of `policy` on these samples in the update's pass (its precision),
+        through `dist_fn` when given (the --compile'd forward)."""
+        return dist_fn(self.obs) if dist_fn is not None else policy.dist(self.obs, update=True)
 
     @torch.no_grad()
-    def relabel(self, policy: torch.nn.Module, chunk: int = 1024) -> None:
+    def relabel(self, policy: torch.nn.Module, block: int = 1024) -> None:
         """Set logp and values to those of `policy` as it is now (pi_old of the update), in forward passes
-        of about `chunk` samples (whole --rnn chunks), in the update's precision: after its input statistics
+        over `blocks` of about `block` samples, in the update's precision: after its input statistics
         moved, or with --precision bf16 (Trainer.update), so the update's first ratio is 1, as baselines
         assigns old = new after updating its ob_rms."""
         logp, values = [], []  # new tensors: on the CPU, logp and values share the Segment's buffers
-        chunk = max(chunk // self.seq_len, 1) * self.seq_len
-        policy.relabelling = True  # in the update's precision (--precision bf16), as the epochs compute
-        try:
-            for start in range(0, len(self), chunk):
-                end = min(start + chunk, len(self))  # slices: views of the batch, as before --rnn, not copies
-                part = self._take(slice(start, end),
-                                  None if self.state0 is None else slice(start // self.seq_len, end // self.seq_len))
-                dist, v = part.forward(policy)
-                logp.append(dist.log_prob(part.actions))
-                values.append(v)
-        finally:
-            policy.relabelling = False
+        for part in self.blocks(block):
+            dist, v = part.forward(policy)
+            logp.append(dist.log_prob(part.actions))
+            values.append(v)
         self.logp = torch.cat(logp).float()
         if self.values is not None:
             self.values = torch.cat(values).float()
+
+
+@dataclasses.dataclass
+class RecurrentBatch(Batch):
+    """--rnn: a Batch whose samples are chunks of `seq_len` (L) consecutive steps of one env, chunk after
+    chunk (each env's T steps as T / L chunks); starts (N,) bool (the step begins an episode), memory0
+    (N / L, memory_size) the policy's memory before each chunk's first step. Minibatches and blocks hold whole
+    chunks, which the update replays from their saved memories."""
+
+    starts: torch.Tensor = dataclasses.field(kw_only=True)
+    memory0: torch.Tensor = dataclasses.field(kw_only=True)
+    seq_len: int = dataclasses.field(kw_only=True)
+
+    def _chunks(self, chunks: torch.Tensor | slice) -> "RecurrentBatch":
+        """The chunks `chunks` (a 1-D index tensor, or a slice of consecutive chunks), each one's steps in order."""
+        length = self.seq_len
+        if isinstance(chunks, slice):
+            idx = slice(chunks.start * length, chunks.stop * length)
+        else:
+            idx = (chunks[:, None] * length + torch.arange(length, device=chunks.device)).reshape(-1)
+        return RecurrentBatch(**self._rows(idx), starts=rows(self.starts, idx), memory0=rows(self.memory0, chunks),
+                              seq_len=length)
+
+    def chunks_per_minibatch(self, size: int) -> int:
+        """The whole chunks in each minibatch for minibatches of `size` samples (config.rnn_minibatches)."""
+        return rnn_minibatches(len(self), size, self.seq_len)[0]
+
+    def minibatch_count(self, size: int) -> int:
+        """The minibatches of one epoch (see minibatches): len // size, at most one per chunk."""
+        return rnn_minibatches(len(self), size, self.seq_len)[1]
+
+    def minibatches(self, size: int) -> Iterator["RecurrentBatch"]:
+        """One epoch: whole chunks in a fresh random order (one rng.permutation(chunks) per call), as many
+        minibatches as a feed-forward Batch takes (N // size, at most one per chunk), each of
+        chunks_per_minibatch(size) chunks, the chunks left over sitting the epoch out; the same count on
+        every rank (each has the same T and k)."""
+        per, count = rnn_minibatches(len(self), size, self.seq_len)
+        perm = torch.from_numpy(self.rng.permutation(len(self.memory0))).to(self.obs.device)
+        for start in range(0, count * per, per):
+            yield self._chunks(perm[start:start + per])
+
+    def blocks(self, size: int) -> Iterator["RecurrentBatch"]:
+        """The chunks in their order, about `size` samples (at least one chunk) a block: slices, views."""
+        per, chunks = max(size // self.seq_len, 1), len(self.memory0)
+        for first in range(0, chunks, per):
+            yield self._chunks(slice(first, min(first + per, chunks)))
+
+    def forward(self, policy: torch.nn.Module, dist_fn: Callable | None = None):
+        """(distribution, values (N,)) of `policy` on these samples in the update's pass (its precision): the
+        chunks replayed from their saved memories (`dist_fn`, a feed-forward pass, does not apply)."""
+        return policy.replay(self.obs, self.starts.view(-1, self.seq_len), self.memory0, update=True)
 
 
 @dataclasses.dataclass
@@ -139,109 +180,174 @@ class Segment:
     #                                       a time limit at step t, else 0 (see advantages.gae)
     advantages: np.ndarray | None = None  # (T, k) float32: GAE(lambda), set after collection
     returns: np.ndarray | None = None     # (T, k) float32: TD(lambda) value targets, likewise
-    states0: np.ndarray | None = None     # --rnn: (T / L, k, state_size) float32, the policy's state before
-    #                                       steps 0, L, 2L, ... (L = seq_len): where the update's chunks start
-    seq_len: int = 1                      # --rnn: L
 
-    def batch(self, device: torch.device, rng: np.random.Generator, standardize_adv: bool) -> Batch:
-        """The segment's samples flattened to one Batch on `device` (copied there once per iteration).
-        `standardize_adv`: advantages standardised over the whole batch (baselines ppo1). With --rnn the
-        samples are laid out env after env, each env's T steps as T / L chunks of L."""
+    def _samples(self, layout: Callable, device: torch.device, standardize_adv: bool) -> dict:
+        """The per-sample fields of a Batch, each (T, k, ...) flattened by `layout` (time_major, env_major)
+        onto `device`; frames laid out once here for the convolutions (frame_layout), not in each forward."""
         n = self.rewards.size  # T x k samples on this rank
         adv = self.advantages.reshape(n)
         adv = (standardize(adv) if standardize_adv else adv).reshape(self.rewards.shape)
-        def frames(obs: torch.Tensor) -> torch.Tensor:  # laid out once here, not in each minibatch's forward
-            return frame_layout(obs) if obs.dim() == 4 else obs
-        if self.states0 is None:
-            def flat(x: np.ndarray) -> torch.Tensor:
-                return torch.from_numpy(x.reshape(n, *x.shape[2:])).to(device)
-            return Batch(frames(flat(self.obs)), flat(self.actions), flat(self.logp), flat(adv), flat(self.returns),
-                         rng, flat(self.values))
+        obs = layout(self.obs, device)
+        return dict(obs=frame_layout(obs) if obs.dim() == 4 else obs, actions=layout(self.actions, device),
+                    logp=layout(self.logp, device), adv=layout(adv, device), returns=layout(self.returns, device),
+                    values=layout(self.values, device))
 
-        def flat(x: np.ndarray) -> torch.Tensor:  # (T, k, ...) -> (k, T, ...) -> (k T, ...)
-            return torch.from_numpy(np.ascontiguousarray(x.swapaxes(0, 1)).reshape(-1, *x.shape[2:])).to(device)
+    def batch(self, device: torch.device, rng: np.random.Generator, standardize_adv: bool) -> Batch:
+        """The segment's samples flattened time-major to one Batch on `device` (copied there once per
+        iteration). `standardize_adv`: advantages standardised over the whole batch (baselines ppo1)."""
+        return Batch(**self._samples(time_major, device, standardize_adv), rng=rng)
+
+
+@dataclasses.dataclass
+class RecurrentSegment(Segment):
+    """--rnn: a Segment with the policy's memory where each of the update's chunks of L steps starts."""
+
+    memory0: np.ndarray = dataclasses.field(kw_only=True)  # (T / L, k, memory_size) float32: the memory
+    #                                                        before steps 0, L, 2L, ...
+    seq_len: int = dataclasses.field(kw_only=True)         # L
+
+    def batch(self, device: torch.device, rng: np.random.Generator, standardize_adv: bool) -> RecurrentBatch:
+        """The segment's samples as one RecurrentBatch on `device`, laid out env-major: env after env, each
+        env's T steps as T / L chunks of L. `standardize_adv` as for Segment.batch."""
         starts = np.zeros_like(self.dones)
-        starts[1:] = self.dones[:-1]  # the step after an episode's last begins the next (step 0: state0 holds it)
-        return Batch(frames(flat(self.obs)), flat(self.actions), flat(self.logp), flat(adv), flat(self.returns), rng,
-                     flat(self.values), flat(starts), flat(self.states0), self.seq_len)
+        starts[1:] = self.dones[:-1]  # the step after an episode's last begins the next (step 0: memory0 holds it)
+        return RecurrentBatch(**self._samples(env_major, device, standardize_adv), rng=rng,
+                              starts=env_major(starts, device), memory0=env_major(self.memory0, device),
+                              seq_len=self.seq_len)
 
 
 class Collector:
-    """Steps k envs for T steps per call, reusing its buffers; times env and inference separately. With
-    --rnn it carries the policy's state of each env across steps and calls (zeros at each episode's start)."""
+    """Steps k envs for T steps per call with a feed-forward policy, reusing its buffers; times env and
+    inference separately."""
+
+    memory: torch.Tensor | None = None  # what the policy carries from step to step: nothing (RecurrentCollector)
 
     def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray,
-                 device: torch.device = torch.device("cpu"), profile: Profile | None = None,
-                 seq_len: int = 1, state: torch.Tensor | None = None):
+                 device: torch.device = torch.device("cpu"), profile: Profile | None = None):
         """venv: a VecEnv (VecAtari or VecGym); obs: (k, ...) the envs' current observations (reset or
         restored); device: where `policy` is (one batched transfer each way per step when not the CPU);
-        profile: where the seconds stepping envs ("env") and in forward passes ("inference") add up;
-        --rnn: seq_len, the update's chunk length (a divisor of T), and state (k, state_size), the envs'
-        restored states (None: zeros, as at their episodes' start)."""
+        profile: where the seconds stepping envs ("env") and in forward passes ("inference") add up."""
         self.venv, self.policy, self.T = venv, policy, horizon
-        k = venv.num_envs
         self.obs = obs.copy()  # (k, ...): the next observation
-        self.act = batched_act(policy, device, self.obs)  # (k, ...), state -> numpy (actions, logp, values), state
-        self.state = policy.initial_state(k, device)  # (k, state_size) or None (feed-forward)
-        if self.state is not None and state is not None:
-            self.state.copy_(state)
-        recurrent = self.state is not None
-        self.seg = Segment(
-            obs=np.zeros((horizon, *self.obs.shape), self.obs.dtype),
-            actions=np.zeros((horizon, k, *policy.action_shape), policy.action_dtype),
-            logp=np.zeros((horizon, k), np.float32),
-            values=np.zeros((horizon, k), np.float32),
-            rewards=np.zeros((horizon, k), np.float32),
-            dones=np.zeros((horizon, k), bool),
-            last_value=np.zeros(k, np.float32),
-            episodes=[],
-            cut_values=np.zeros((horizon, k), np.float32),
-            states0=np.zeros((horizon // seq_len, k, self.state.shape[1]), np.float32) if recurrent else None,
-            seq_len=seq_len if recurrent else 1)
+        self.act = batched_act(policy, device, self.obs)  # (k, ...), memory -> numpy (actions, logp, values), memory
+        self.seg = self._segment(horizon, venv.num_envs)
         self.profile = profile or Profile()
         self.device = device
 
+    def _buffers(self, horizon: int, k: int) -> dict:
+        """A Segment's arrays for T = horizon steps of k envs, zeros."""
+        policy = self.policy
+        return dict(obs=np.zeros((horizon, *self.obs.shape), self.obs.dtype),
+                    actions=np.zeros((horizon, k, *policy.action_shape), policy.action_dtype),
+                    logp=np.zeros((horizon, k), np.float32), values=np.zeros((horizon, k), np.float32),
+                    rewards=np.zeros((horizon, k), np.float32), dones=np.zeros((horizon, k), bool),
+                    last_value=np.zeros(k, np.float32), episodes=[], cut_values=np.zeros((horizon, k), np.float32))
+
+    def _segment(self, horizon: int, k: int) -> Segment:
+        return Segment(**self._buffers(horizon, k))
+
     @torch.no_grad()
-    def value(self, obs: np.ndarray, state: torch.Tensor | None) -> np.ndarray:
-        """V of observations (n, ...) (with --rnn: from the states (n, state_size) that led to them); no
-        action is drawn, so the policy's random stream is left as it is."""
-        return self.policy.step(torch.from_numpy(obs).to(self.device), state)[1].float().cpu().numpy()
+    def value(self, obs: np.ndarray, memory: torch.Tensor | None = None) -> np.ndarray:
+        """V of observations (n, ...) (a recurrent policy's: from the memories (n, memory_size) that led to
+        them); no action is drawn, so the policy's random stream is left as it is."""
+        return self.policy.step(torch.from_numpy(obs).to(self.device), memory)[1].float().cpu().numpy()
 
     def collect(self) -> Segment:
         """Run the policy for T steps in every env. Returns the (reused) Segment buffer."""
-        seg, clock = self.seg, self.profile
+        seg = self.seg
         seg.episodes, seg.advantages, seg.returns = [], None, None
         seg.cut_values[:] = 0.0
         for t in range(self.T):
-            seg.obs[t] = self.obs
-            if self.state is not None and t % seg.seq_len == 0:  # where a chunk of the update starts
-                seg.states0[t // seg.seq_len] = self.state.cpu().numpy()
-            start = clock.now()
-            seg.actions[t], seg.logp[t], seg.values[t], state = self.act(seg.obs[t], self.state)
-            mid = clock.now()
-            try:
-                obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
-            except PPO1Error:  # an env that crashed (EnvCrash), its data (EnvDataError), or a family's own line
-                raise
-            except Exception as e:  # ppo1's own code: one line, its traceback kept (Trainer.collect)
-                raise EnvCrash(e, traceback.format_exc(), ours=True) from None
-            self.obs[:] = obs
-            seg.episodes.extend(episodes)
-            end = clock.now()
-            clock.add("inference", mid - start)
-            clock.add("env", end - mid)
-            if self.venv.cut:  # episodes cut by a time limit: the value of their last observation
-                with clock.timer("inference"):
-                    envs = sorted(set(self.venv.cut) - self.venv.crashed)
-                    if envs:
-                        seg.cut_values[t, envs] = self.value(np.stack([self.venv.cut[i] for i in envs]),
-                                                             None if state is None else state[envs])
-                # an env made anew after its step raised: its cut observation is s_t, which this step acted
-                # on, valued as the rollout did, V(s_t | h_t) (the state after it has already seen s_t)
-                for i in self.venv.crashed:
-                    seg.cut_values[t, i] = seg.values[t, i]
-            if state is not None:  # an episode that ended starts the next from zeros
-                self.state = state * torch.from_numpy(~seg.dones[t]).to(state.device, state.dtype)[:, None]
-        with clock.timer("inference"):
-            seg.last_value[:] = self.act(self.obs, self.state)[2]
+            self._step(t)
+        with self.profile.timer("inference"):
+            seg.last_value[:] = self.act(self.obs, self.memory)[2]
         return seg
+
+    def _step(self, t: int) -> None:
+        """Step t of the segment: the policy acts on the envs' observations, the envs step."""
+        seg, clock = self.seg, self.profile
+        seg.obs[t] = self.obs
+        self._before_act(t)
+        start = clock.now()
+        seg.actions[t], seg.logp[t], seg.values[t], memory = self.act(seg.obs[t], self.memory)
+        mid = clock.now()
+        try:
+            obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
+        except PPO1Error:  # an env that crashed (EnvCrash), its data (EnvDataError), or a family's own line
+            raise
+        except Exception as e:  # ppo1's own code: one line, its traceback kept (Trainer.collect)
+            raise EnvCrash(e, traceback.format_exc(), ours=True) from None
+        self.obs[:] = obs
+        seg.episodes.extend(episodes)
+        end = clock.now()
+        clock.add("inference", mid - start)
+        clock.add("env", end - mid)
+        if self.venv.cut:  # episodes cut by a time limit: the value of their last observation
+            self._value_cut(t, memory)
+        self._carry(memory, seg.dones[t])
+
+    def _value_cut(self, t: int, memory: torch.Tensor | None) -> None:
+        """seg.cut_values[t] of the envs whose episode a time limit cut at step t (venv.cut: their last
+        observations), valued from `memory`, the policy's after step t."""
+        seg = self.seg
+        with self.profile.timer("inference"):
+            envs = sorted(set(self.venv.cut) - self.venv.crashed)
+            if envs:
+                seg.cut_values[t, envs] = self.value(np.stack([self.venv.cut[i] for i in envs]),
+                                                     self._memory_of(memory, envs))
+        # an env made anew after its step raised: its cut observation is s_t, which this step acted
+        # on, valued as the rollout did, V(s_t | h_t) (the memory after it has already seen s_t)
+        for i in self.venv.crashed:
+            seg.cut_values[t, i] = seg.values[t, i]
+
+    def _before_act(self, t: int) -> None:
+        """Before step t's action: a feed-forward policy keeps nothing."""
+
+    def _memory_of(self, memory: torch.Tensor | None, envs: list[int]) -> torch.Tensor | None:
+        """The policy's memory of the envs `envs`: a feed-forward policy has none."""
+        return None
+
+    def _carry(self, memory: torch.Tensor | None, dones: np.ndarray) -> None:
+        """Carry the policy's memory after a step (dones (k,): the episodes it ended) to the next: none here."""
+
+
+class RecurrentCollector(Collector):
+    """--rnn: a Collector that carries the policy's memory of each env across steps and calls (zeros at each
+    episode's start) and saves it in the Segment where each of the update's chunks of L steps starts."""
+
+    def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray,
+                 device: torch.device = torch.device("cpu"), profile: Profile | None = None, seq_len: int = 1,
+                 memory: torch.Tensor | None = None):
+        """As Collector's; seq_len: L, the update's chunk length (a divisor of T); memory (k, memory_size): the
+        envs' memories restored from a checkpoint (None: zeros, as at their episodes' start)."""
+        self.seq_len = seq_len
+        super().__init__(venv, policy, horizon, obs, device, profile)
+        self.memory = policy.initial_memory(venv.num_envs, device)  # (k, memory_size)
+        if memory is not None:
+            self.memory.copy_(memory)
+
+    def _segment(self, horizon: int, k: int) -> RecurrentSegment:
+        return RecurrentSegment(**self._buffers(horizon, k), seq_len=self.seq_len,
+                                memory0=np.zeros((horizon // self.seq_len, k, self.policy.memory_size), np.float32))
+
+    def _before_act(self, t: int) -> None:
+        """Where a chunk of the update starts (t a multiple of L), the memory it starts from."""
+        if t % self.seq_len == 0:
+            self.seg.memory0[t // self.seq_len] = self.memory.cpu().numpy()
+
+    def _memory_of(self, memory: torch.Tensor, envs: list[int]) -> torch.Tensor:
+        return memory[envs]
+
+    def _carry(self, memory: torch.Tensor, dones: np.ndarray) -> None:
+        """The memory after the step, zeros for the envs whose episode it ended (the next starts afresh)."""
+        self.memory = memory * torch.from_numpy(~dones).to(memory.device, memory.dtype)[:, None]
+
+
+def make_collector(venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray,
+                   device: torch.device = torch.device("cpu"), profile: Profile | None = None, seq_len: int = 1,
+                   memory: torch.Tensor | None = None) -> Collector:
+    """The collector of `policy`: a RecurrentCollector (seq_len, memory as there) for a recurrent one (--rnn),
+    else a Collector, which has no use for seq_len and memory."""
+    if policy.recurrent:
+        return RecurrentCollector(venv, policy, horizon, obs, device, profile, seq_len, memory)
+    return Collector(venv, policy, horizon, obs, device, profile)

@@ -29,7 +29,7 @@ from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
 from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, linear_alpha, update, warmup_factor
-from ppo1.rollout import Collector, Segment
+from ppo1.rollout import Segment, make_collector
 from ppo1.video import TrainingVideo
 from ppo1.wandb_log import WandbLog, require as require_wandb
 from ppo1.watchdog import Watchdog
@@ -352,8 +352,8 @@ class Trainer:
                 state.wandb_id = self.wandb.run_id if self.wandb is not None else state.wandb_id
         self.recorder = Recorder(progress, [self.wandb] if self.wandb is not None else [])
         self.episode_log = EpisodeLog(cfg.run_dir, comm.rank, warn=self.log if comm.is_root else None)
-        self.collector = Collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
-                                   self.profile, cfg.seq_len(), self.rnn_state)
+        self.collector = make_collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
+                                        self.profile, cfg.seq_len(), self.rnn_state)
         self.dist_fn = devices.CompiledDist(self.policy, lambda m: self.log(m)) if cfg.compile else None
         self.start, self.start_steps, self.start_iteration = time.time(), state.timesteps, state.iteration
 
@@ -545,7 +545,7 @@ class Trainer:
         self.wd.phase = "checkpoint gather"
         norm = self.reward_norm  # --norm_reward: its statistics (rank 0's = every rank's) and each rank's returns
         ranks = comm.gather(RankState.capture(self.rng, self.venv, self.device, None if norm is None else norm.ret,
-                                              self.collector.state, self.restart_iterations).to_dict())
+                                              self.collector.memory, self.restart_iterations).to_dict())
         problem = None
         if comm.is_root:
             snapshot = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()),

@@ -159,7 +159,7 @@ def test_compile_without_a_working_compiler_trains_on_eagerly(tmp_path):
     assert "ppo1: done: 256 steps" in r.stdout and "Traceback" not in r.stdout + r.stderr
 
 
-def test_bf16_runs_the_torso_in_bfloat16_only_where_gradients_flow_and_stays_close_to_fp32():
+def test_bf16_runs_the_torso_in_bfloat16_only_in_the_updates_passes_and_stays_close_to_fp32():
     torch.manual_seed(0)
     policy = build("small", 6, init="orthogonal")
     obs = torch.randint(0, 256, (16, 4, 84, 84), dtype=torch.uint8)
@@ -171,7 +171,7 @@ def test_bf16_runs_the_torso_in_bfloat16_only_where_gradients_flow_and_stays_clo
     with torch.no_grad():  # the rollouts: float32, bit for bit
         logits_ng, value_ng = policy(obs)
     assert torch.equal(logits_ng, logits32.detach()) and torch.equal(value_ng, value32.detach())
-    logits16, value16 = policy(obs)
+    logits16, value16 = policy(obs, update=True)
     assert logits16.dtype == value16.dtype == torch.float32  # heads in float32
     assert not torch.equal(logits16, logits32)  # the torso did run in bfloat16
     torch.testing.assert_close(logits16, logits32, atol=2e-3, rtol=0.02)

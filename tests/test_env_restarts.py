@@ -17,7 +17,7 @@ from conftest import run_cli
 from ppo1.envs import EnvCrash, EnvOptions, make_vec_env
 from ppo1.envs.base import env_seed
 from ppo1.policies import build
-from ppo1.rollout import Collector
+from ppo1.rollout import RecurrentCollector
 
 RUN = ["--env_name", "tests.childenv:make", "--timesteps_per_actorbatch", "16", "--optim_batchsize", "16",
        "--num_threads", "1"]
@@ -133,12 +133,12 @@ def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_i
     try:
         venv.allowed = 1
         policy = build("mlp", venv.action_space, venv.obs.shape[1:], rnn="lstm", rnn_size=8)
-        seg = Collector(venv, policy, 8, venv.reset(), seq_len=8).collect()
+        seg = RecurrentCollector(venv, policy, 8, venv.reset(), seq_len=8).collect()
         assert seg.dones[:, 0].tolist() == [False] * 5 + [True, False, False] and seg.rewards[5, 0] == 0.0
         assert seg.cut_values[5, 0] == seg.values[5, 0] != 0.0
         assert not seg.cut_values[:5].any() and not seg.cut_values[6:].any() and not seg.cut_values[:, 1].any()
         with torch.no_grad():  # what the value of the state after s_5 would have been: another number
-            state = policy.initial_state(1)
+            state = policy.initial_memory(1)
             for t in range(6):
                 _, _, state = policy.step(torch.from_numpy(seg.obs[t, :1]), state)
             assert policy.step(torch.from_numpy(seg.obs[5, :1]), state)[1].item() != pytest.approx(seg.values[5, 0])

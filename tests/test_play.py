@@ -163,5 +163,5 @@ def test_a_recurrent_policy_plays_with_its_memory_zeroed_after_each_lost_life_as
     player(env.reset())
     env.life_lost = True
     player.after_step(env, None)
-    assert player.state.any()
+    assert player.memory.any()
     env.close()

@@ -13,7 +13,7 @@ from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvOptions, make_vec_env
 from ppo1.policies import RecurrentCore, build
-from ppo1.rollout import Batch, Collector
+from ppo1.rollout import Batch, RecurrentBatch, RecurrentCollector
 
 CUE = ["--env_name", "tests.memoryenv:make"]
 
@@ -27,7 +27,7 @@ def last_return(run_dir) -> float:
 def test_replayed_chunks_equal_the_steps_with_the_state_zeroed_at_each_episode_start(kind):
     torch.manual_seed(0)
     core = RecurrentCore(kind, 5, 7)
-    x, state0 = torch.randn(4, 6, 5), torch.randn(4, core.state_size)
+    x, state0 = torch.randn(4, 6, 5), torch.randn(4, core.memory_size)
     starts = torch.zeros(4, 6, dtype=torch.bool)
     starts[1, 2] = starts[2, 3] = starts[3, 5] = starts[2, 0] = True  # episodes begin inside chunks (and at one's start)
     state0[2] = 0.0  # a chunk that begins an episode starts from zeros (the rollout saved them so)
@@ -51,14 +51,14 @@ def test_each_env_state_starts_from_zeros_at_an_episode_start_and_is_its_own():
     torch.manual_seed(0)
     venv = cue_envs(3)
     policy = build("mlp", venv.action_space, (1,), rnn="lstm", rnn_size=8)
-    seg = Collector(venv, policy, 16, venv.reset(), seq_len=8).collect()
+    seg = RecurrentCollector(venv, policy, 16, venv.reset(), seq_len=8).collect()
     assert seg.dones.sum() >= 9  # episodes of 4 steps: several start inside each chunk of 8
     with torch.no_grad():
         for t, i in zip(*np.nonzero(seg.dones[:-1])):  # the step after an episode's last: as from zeros
-            _, value, _ = policy.step(torch.from_numpy(seg.obs[t + 1, i:i + 1]), policy.initial_state(1))
+            _, value, _ = policy.step(torch.from_numpy(seg.obs[t + 1, i:i + 1]), policy.initial_memory(1))
             assert value.item() == pytest.approx(seg.values[t + 1, i], abs=1e-6)
         # env 1 alone, from zeros, step by step: the values the batched rollout gave it (no other env's state)
-        state = policy.initial_state(1)
+        state = policy.initial_memory(1)
         for t in range(16):
             _, value, state = policy.step(torch.from_numpy(seg.obs[t, 1:2]), state)
             assert value.item() == pytest.approx(seg.values[t, 1], abs=1e-6)
@@ -70,13 +70,13 @@ def test_a_segment_replayed_from_its_saved_states_gives_the_rollouts_log_probs()
     torch.manual_seed(0)
     venv = cue_envs(2, delay=4)  # episodes of 5 steps across chunks of 4
     policy = build("mlp", venv.action_space, (1,), rnn="gru", rnn_size=8)
-    collector = Collector(venv, policy, 16, venv.reset(), seq_len=4)
+    collector = RecurrentCollector(venv, policy, 16, venv.reset(), seq_len=4)
     collector.collect()
     seg = collector.collect()  # the second: its chunks start from states carried over from the first
-    assert np.abs(seg.states0).sum() > 0 and seg.dones.sum() >= 4
+    assert np.abs(seg.memory0).sum() > 0 and seg.dones.sum() >= 4
     seg.advantages = seg.returns = np.zeros_like(seg.rewards)
     batch = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=False)
-    assert batch.state0.shape == (2 * 16 // 4, 8) and len(batch) == 32
+    assert batch.memory0.shape == (2 * 16 // 4, 8) and len(batch) == 32
     with torch.no_grad():
         dist, values = batch.forward(policy)
     torch.testing.assert_close(dist.log_prob(batch.actions), batch.logp, rtol=0, atol=1e-5)
@@ -177,15 +177,17 @@ def minibatch_sizes(cfg: Config) -> list[int]:
     with --rnn, checked to be whole chunks (each with its own saved state), no chunk twice."""
     n, length = cfg.timesteps_per_actorbatch * cfg.envs_per_rank, cfg.seq_len()
     step, zeros = torch.arange(n).float(), torch.zeros(n)
-    batch = Batch(step[:, None], zeros, zeros, zeros, zeros, np.random.default_rng(0))
     if cfg.rnn != "none":
-        batch.starts, batch.seq_len, batch.state0 = zeros.bool(), length, torch.arange(n // length)[:, None].float()
+        batch = RecurrentBatch(step[:, None], zeros, zeros, zeros, zeros, np.random.default_rng(0), starts=zeros.bool(),
+                               memory0=torch.arange(n // length)[:, None].float(), seq_len=length)
+    else:
+        batch = Batch(step[:, None], zeros, zeros, zeros, zeros, np.random.default_rng(0))
     mbs = list(batch.minibatches(cfg.optim_batchsize * cfg.envs_per_rank))
     if cfg.rnn != "none":
-        chunks = torch.cat([mb.state0[:, 0] for mb in mbs])
+        chunks = torch.cat([mb.memory0[:, 0] for mb in mbs])
         assert len(set(chunks.tolist())) == len(chunks)
         for mb in mbs:
-            assert torch.equal(mb.obs[:, 0].view(-1, length), mb.state0 * length + torch.arange(length))
+            assert torch.equal(mb.obs[:, 0].view(-1, length), mb.memory0 * length + torch.arange(length))
     return [len(mb) for mb in mbs]
 
 
@@ -236,11 +238,11 @@ def test_a_separate_critic_core_keeps_the_value_loss_out_of_the_policy_core_and_
     grads = {}
     for critic in ("shared", "separate"):
         policy = build("mlp", venv.action_space, (1,), rnn=kind, rnn_size=8, rnn_critic=critic)
-        state0 = torch.randn(2, policy.state_size)
+        state0 = torch.randn(2, policy.memory_size)
         _dist, values = policy.replay(obs, starts, state0)
         values.square().mean().backward()  # a value loss alone
         grads[critic] = {name: p.grad for name, p in policy.named_parameters()}
-        assert policy.state_size == policy.core.state_size * (2 if critic == "separate" else 1)
+        assert policy.memory_size == policy.core.memory_size * (2 if critic == "separate" else 1)
         _dist, value, state = policy.step(obs[::4], state0)  # each chunk's first step: as replay, on the doubled state
         assert state.shape == state0.shape and torch.allclose(value, values.view(2, 4)[:, 0], atol=1e-6)
     assert all(g is not None and g.abs().sum() > 0 for n, g in grads["shared"].items() if n.startswith("core."))

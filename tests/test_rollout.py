@@ -57,7 +57,7 @@ def test_relabel_gives_the_log_probs_and_values_of_the_policy_as_it_is_now():
     seg = _segment()
     b = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=False)
     before = seg.logp.copy()
-    b.relabel(policy, chunk=3)
+    b.relabel(policy, block=3)
     dist, values = policy.dist(b.obs)
     torch.testing.assert_close(b.logp, dist.log_prob(b.actions), rtol=0, atol=1e-6)
     torch.testing.assert_close(b.values, values, rtol=0, atol=1e-6)
