@@ -27,9 +27,10 @@ from ppo1.evaluation import Evaluation
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
+from ppo1.restarts import EnvRestarts
 from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, linear_alpha, update, warmup_factor
 from ppo1.rollout import Collector, Segment
-from ppo1.stops import StopRequest, say
+from ppo1.stops import StopRequest
 from ppo1.video import TrainingVideo
 from ppo1.wandb_log import WandbLog, require as require_wandb
 from ppo1.watchdog import Watchdog
@@ -57,8 +58,7 @@ class Trainer:
         self.profile = comm.profile  # env, inference, update and comm (allreduce) seconds of this rank
         self.exit_code, self.reason = 0, "done"
         self.rnn_state = None  # --rnn: the envs' states restored from a checkpoint with their games (None: zeros)
-        self.restarts_said = 0  # the envs' restarts (VecEnv.restarts) warned of so far
-        self.restart_iterations: list[int] = []  # the iteration of each env restart on this rank, resumes included
+        self.restarts = EnvRestarts(config.env_restarts, config.env_restart_window, comm.rank, config.run_dir)
         self.calls = CallTimer(config.env_step_timeout, comm.rank)  # --env_step_timeout; setup gives it the envs
         self.evaluation: Evaluation | None = None  # --eval_interval: this rank's evaluation envs
         self.best: dict | None = None  # rank 0: best.pt's evaluation record (score, iteration), None before one
@@ -226,7 +226,7 @@ class Trainer:
         if saved.n_ranks == self.comm.size:
             mine = saved.rank(self.comm.rank)
             restored = mine.restore(self.rng, self.venv, self.device)
-            self.restart_iterations = list(mine.restarts or [])
+            self.restarts.iterations = list(mine.restarts or [])
             made = list(mine.env_made or [0] * k)
             if restored is not None:  # the games go on: so do their recurrent states and running returns
                 self.venv.made = made
@@ -238,7 +238,7 @@ class Trainer:
         self.log(f"ppo1: the checkpoint ran on {saved.n_ranks} ranks, this run on {self.comm.size} (same "
                  f"{self.n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
         ranks = [saved.rank(r) for r in range(saved.n_ranks)]  # no seed of the earlier ranks' envs again:
-        self.restart_iterations = max((list(r.restarts or []) for r in ranks), key=len)  # past every place's count
+        self.restarts.iterations = max((list(r.restarts or []) for r in ranks), key=len)  # past every place's count
         return self.venv.renew([max(m for r in ranks for m in (r.env_made or [0]))] * k)
 
     def _open_logs(self, obs: np.ndarray) -> None:
@@ -276,54 +276,31 @@ class Trainer:
         its own: its traceback into the run directory) is one PPO1Error naming the iteration, raised before
         anything of it is used: the newest checkpoint stays the last good one."""
         iteration = self.state.iteration + 1
-        self.venv.allowed = self.config.env_restarts - len(self.recent_restarts(iteration))
+        self.venv.allowed = self.restarts.allowed(iteration)
         try:
             seg = self.collector.collect()
         except (EnvDataError, EnvCrash) as e:
             self.venv.calling = None  # the call that raised is over
-            where = f"training stopped in iteration {iteration}: {e}"
-            if isinstance(e, EnvCrash) and e.restartable and not e.ours and self.config.env_restarts:
-                where += f", one more than --env_restarts {self.config.env_restarts} allows {self.restart_span}"
-            if isinstance(e, EnvCrash) and self.keep_trace(e.trace):
-                where += f" (traceback in {self.trace_path})"
-            raise PPO1Error(f"{where}; nothing of this iteration was used, the newest checkpoint on disk is the "
-                            "last good one") from None
-        restarts = self.venv.restarts
-        for n in range(self.restarts_said, len(restarts)):  # an env made anew: a warning on the rank, its trace kept
-            r = restarts[n]
-            self.restart_iterations.append(iteration)
-            kept = f"; traceback in {self.trace_path}" if self.keep_trace(r.trace) else ""
-            say(f"ppo1: warning: rank {self.comm.rank}, iteration {iteration}: env {r.index} raised {r.error}; made "
-                f"it anew ({len(self.recent_restarts(iteration))} of --env_restarts {self.config.env_restarts} "
-                f"{self.restart_span}), its episode counted as cut{kept}")
-        self.restarts_said = len(restarts)
-        self.restart_iterations = self.recent_restarts(iteration)  # with a window, only what still counts
+            raise self.restarts.error(e, iteration) from None
+        self.restarts.note(self.venv.restarts, iteration)  # an env made anew: a warning on the rank, its trace kept
         return seg
 
+    # this rank's env restarts as the Trainer shows them (tests/test_env_restarts.py reads them here)
+    @property
+    def restart_iterations(self) -> list[int]:
+        """The iteration of each env restart on this rank that still counts (EnvRestarts.iterations)."""
+        return self.restarts.iterations
+
+    @restart_iterations.setter
+    def restart_iterations(self, iterations: list[int]) -> None:
+        self.restarts.iterations = iterations
+
     def recent_restarts(self, iteration: int) -> list[int]:
-        """The iterations of this rank's env restarts that count against --env_restarts in `iteration`: all of the
-        run's (resumes included), or those of the last --env_restart_window iterations."""
-        window = self.config.env_restart_window
-        return [i for i in self.restart_iterations if not window or i > iteration - window]
+        return self.restarts.recent(iteration)
 
     @property
     def restart_span(self) -> str:
-        """Where --env_restarts counts, in words."""
-        window = self.config.env_restart_window
-        return (f"in {window} iterations" if window else "in the run") + f" on rank {self.comm.rank}"
-
-    @property
-    def trace_path(self) -> str:
-        return os.path.join(self.config.run_dir, f"env-error-rank{self.comm.rank}.txt")
-
-    def keep_trace(self, trace: str) -> bool:
-        """Append an env's traceback to this rank's env-error-rank<r>.txt. Returns whether it was written."""
-        try:
-            with open(self.trace_path, "a", encoding="utf-8") as f:
-                f.write(trace + "\n")
-            return True
-        except OSError:
-            return False
+        return self.restarts.span
 
     def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
         """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch.
@@ -458,7 +435,7 @@ class Trainer:
         self.wd.phase = "checkpoint gather"
         norm = self.reward_norm  # --norm_reward: its statistics (rank 0's = every rank's) and each rank's returns
         ranks = comm.gather(RankState.capture(self.rng, self.venv, self.device, None if norm is None else norm.ret,
-                                              self.collector.state, self.restart_iterations).to_dict())
+                                              self.collector.state, self.restarts.iterations).to_dict())
         problem = None
         if comm.is_root:
             snapshot = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()),
