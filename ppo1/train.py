@@ -96,6 +96,8 @@ class Trainer:
                 seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
                                                   cfg.gamma, cfg.lam, seg.cut_values)  # GAE(lambda), TD(lambda)
                 stats = self.update(seg, hp)                                     # epochs x minibatches
+                self.state.iteration += 1                                        # counted: what follows sees it
+                self.state.timesteps += self.steps_per_iter
                 self.evaluate()                                                  # --eval_interval, best.pt
                 reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
                 self.record(seg, stats, hp)                                      # progress.csv, console, TB
@@ -304,8 +306,7 @@ class Trainer:
 
     def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
         """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch.
-        Counts the iteration. Returns this rank's statistics: the update's means and the value
-        function's explained variance."""
+        Returns this rank's statistics: the update's means and the value function's explained variance."""
         self.wd.phase = "observation statistics allreduce"
         moved = self.policy.observe(seg.obs, self.comm.sum)  # baselines: before the epochs
         self.wd.phase = "gradient allreduce"
@@ -322,8 +323,6 @@ class Trainer:
                                 "try a smaller --optim_stepsize or a larger minibatch")
                 err.all_ranks = True
                 raise err from None
-        self.state.iteration += 1
-        self.state.timesteps += self.steps_per_iter
         stats["explained_variance"] = explained_variance(seg.values.reshape(-1), seg.returns.reshape(-1))
         return stats
 
