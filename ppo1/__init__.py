@@ -20,6 +20,19 @@ class PPO1Error(Exception):
     """
 
 
+def first_line(text, limit: int = 300) -> str:
+    """The first line of `text` (of an exception: its message), stripped, at most `limit` characters."""
+    lines = str(text).strip().splitlines()
+    return (lines[0] if lines else "")[:limit]
+
+
+def error_line(e: BaseException, limit: int = 300) -> str:
+    """`e` in one line, for a one-line message: its type and the first line of its message (at most `limit`
+    characters), or its type alone when the message is empty."""
+    first = first_line(e, limit)
+    return type(e).__name__ + (f": {first}" if first else "")
+
+
 def __getattr__(name: str):
     if name == "Config":
         from ppo1.config import Config

@@ -13,7 +13,7 @@ import cv2
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error, checkpoint, runlock
+from ppo1 import PPO1Error, checkpoint, error_line, runlock
 from ppo1 import device as devices
 from ppo1.actions import action_nvec
 from ppo1.advantages import RewardNormalizer, gae, shape_rewards
@@ -208,8 +208,7 @@ class Trainer:
             if saved is not None:
                 obs = self._restore(saved, obs)
         except Exception as e:
-            error = PPO1Error(f"checkpoint {path} does not fit this run and cannot be restored: "
-                              f"{type(e).__name__}: {e}".splitlines()[0][:400])
+            error = PPO1Error(f"checkpoint {path} does not fit this run and cannot be restored: {error_line(e)}")
         comm.agree(error)
         comm.broadcast_parameters(self.policy)
         comm.check_synced(self.policy)
