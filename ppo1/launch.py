@@ -161,16 +161,7 @@ def run_launcher(cmd: list[str]) -> int:
     passed on as they are, a hang-up as SIGTERM (exit 129); a second Ctrl-C makes the ranks exit at once with
     their one line, and this process exits 130 without mpirun's report of it. Where no rank is found here,
     the signal goes to mpirun."""
-    import threading
-    # stdin=/dev/null: mpirun forwards its stdin to rank 0 and reads it ahead, eating what the caller's later
-    # commands would read (`while read x; do python -m run_atari --np 2 ...; done`); no mode reads stdin
-    child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             process_group=0, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
-    muted = threading.Event()
-    relays = [threading.Thread(target=_relay, args=(pipe.fileno(), fd, muted), daemon=True)
-              for pipe, fd in ((child.stdout, 1), (child.stderr, 2))]
-    for relay in relays:
-        relay.start()
+    child, relays, muted = _start_mpirun(cmd)
     hung_up, interrupts = [], []
 
     def deliver(signum: int) -> None:
@@ -210,6 +201,22 @@ def run_launcher(cmd: list[str]) -> int:
     if len(interrupts) >= 2:
         return 128 + signal.SIGINT
     return 128 - code if code < 0 else code  # mpirun killed by a signal: 128 + its number
+
+
+def _start_mpirun(cmd: list[str]) -> tuple:
+    """mpirun (`cmd`) as a child, in a process group of its own with SIGHUP ignored, and the threads that relay
+    its stdout and stderr through this process. Returns (the child, the relay threads, the Event that mutes them)."""
+    import threading
+    # stdin=/dev/null: mpirun forwards its stdin to rank 0 and reads it ahead, eating what the caller's later
+    # commands would read (`while read x; do python -m run_atari --np 2 ...; done`); no mode reads stdin
+    child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             process_group=0, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    muted = threading.Event()
+    relays = [threading.Thread(target=_relay, args=(pipe.fileno(), fd, muted), daemon=True)
+              for pipe, fd in ((child.stdout, 1), (child.stderr, 2))]
+    for relay in relays:
+        relay.start()
+    return child, relays, muted
 
 
 def wait_for_launcher_to_read(fds: tuple[int, ...] = (1, 2), timeout: float = 2.0) -> bool:
