@@ -325,8 +325,18 @@ class Config:
             self._bad(name, "a finite number")
         return v
 
+    def _whole(self, name: str, valid: str, low: int = 0, high: float = math.inf) -> None:
+        """PPO1Error (`valid`: what would be) unless the setting `name` is an int from `low` to `high`."""
+        v = getattr(self, name)
+        if not isinstance(v, int) or not low <= v <= high:
+            self._bad(name, valid)
+
+    def _one_of(self, name: str, choices: tuple[str, ...]) -> None:
+        if getattr(self, name) not in choices:
+            self._bad(name, f"one of {', '.join(choices)}")
+
     def _validate_numbers(self) -> None:
-        bad, finite = self._bad, self._finite
+        bad, finite, whole = self._bad, self._finite, self._whole
         if not 0.0 < finite("gamma") <= 1.0:
             bad("gamma", "in (0, 1]")
         if not 0.0 <= finite("lam") <= 1.0:
@@ -343,12 +353,9 @@ class Config:
             bad("adam_epsilon", "> 0")
         for name in ("timesteps_per_actorbatch", "optim_epochs", "optim_batchsize", "envs_per_rank",
                      "save_interval", "sync_check_interval", "env_steps", "keep_checkpoints"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                bad(name, "a whole number >= 1")
-        if not isinstance(self.env_restarts, int) or self.env_restarts < 0:
-            bad("env_restarts", "a whole number >= 0")
-        if not isinstance(self.env_restart_window, int) or self.env_restart_window < 0:
-            bad("env_restart_window", "a whole number of iterations >= 0 (0 = the whole run)")
+            whole(name, "a whole number >= 1", low=1)
+        whole("env_restarts", "a whole number >= 0")
+        whole("env_restart_window", "a whole number of iterations >= 0 (0 = the whole run)")
         if self.envs_per_rank > MAX_ENVS_PER_RANK:
             bad("envs_per_rank", f"at most {MAX_ENVS_PER_RANK} (for more actors, run more ranks)")
         if self.optim_batchsize > self.timesteps_per_actorbatch:
@@ -360,10 +367,8 @@ class Config:
                 f"--optim_batchsize={self.optim_batchsize} is invalid with --adv_norm minibatch and "
                 f"--envs_per_rank={self.envs_per_rank}: a rank's minibatch must hold at least 2 samples to "
                 "standardise its advantages")
-        if not isinstance(self.rnn_size, int) or not 1 <= self.rnn_size <= 8192:
-            bad("rnn_size", "a whole number from 1 to 8192")
-        if not isinstance(self.bptt_len, int) or self.bptt_len < 0:
-            bad("bptt_len", "a whole number >= 0 (0 = automatic)")
+        whole("rnn_size", "a whole number from 1 to 8192", low=1, high=8192)
+        whole("bptt_len", "a whole number >= 0 (0 = automatic)")
         if self.bptt_len and self.timesteps_per_actorbatch % self.bptt_len:
             raise PPO1Error(f"--bptt_len={self.bptt_len} is invalid: must divide --timesteps_per_actorbatch="
                             f"{self.timesteps_per_actorbatch} (or 0: its largest divisor from {MIN_AUTO_BPTT} to "
@@ -380,71 +385,50 @@ class Config:
             bad("max_grad_norm", ">= 0 (0 = off)")
         if finite("target_kl") < 0.0:
             bad("target_kl", ">= 0 (0 = off)")
-        if not isinstance(self.lr_warmup, int) or self.lr_warmup < 0:
-            bad("lr_warmup", "a whole number >= 0 (0 = off)")
+        whole("lr_warmup", "a whole number >= 0 (0 = off)")
         for name in ("frame_skip", "frame_stack"):
-            if not isinstance(getattr(self, name), int) or not 1 <= getattr(self, name) <= 64:
-                bad(name, "a whole number from 1 to 64")
-        if not isinstance(self.frame_size, int) or not 0 <= self.frame_size <= 1024:
-            bad("frame_size", "a whole number from 0 (the env's own size) to 1024")
+            whole(name, "a whole number from 1 to 64", low=1, high=64)
+        whole("frame_size", "a whole number from 0 (the env's own size) to 1024", high=1024)
         if not finite("reward_scale") > 0.0:
             bad("reward_scale", "> 0")
-        if not isinstance(self.max_episode_steps, int) or self.max_episode_steps < 0:
-            bad("max_episode_steps", "a whole number >= 0 (0 = the env's own limit)")
+        whole("max_episode_steps", "a whole number >= 0 (0 = the env's own limit)")
         for name in ("num_levels", "start_level"):
-            if not isinstance(getattr(self, name), int) or not 0 <= getattr(self, name) < 2**31:
-                bad(name, "a whole number >= 0")
+            whole(name, "a whole number >= 0", high=2**31 - 1)
 
     def _validate_choices(self) -> None:
-        bad, finite = self._bad, self._finite
-        if self.init not in INITS:
-            bad("init", f"one of {', '.join(INITS)}")
-        if self.frame_norm not in FRAME_NORMS:
-            bad("frame_norm", f"one of {', '.join(FRAME_NORMS)}")
+        bad, finite, whole, one_of = self._bad, self._finite, self._whole, self._one_of
+        one_of("init", INITS)
+        one_of("frame_norm", FRAME_NORMS)
         if self.frame_norm != "scale" and self.model_type == "mlp":
             bad("frame_norm", "scale with --model_type mlp (its observations have their own running mean/std)")
-        if self.distribution_mode not in DISTRIBUTION_MODES:
-            bad("distribution_mode", f"one of {', '.join(DISTRIBUTION_MODES)}")
-        if self.clip_reward not in REWARD_CLIPS:
-            bad("clip_reward", f"one of {', '.join(REWARD_CLIPS)}")
-        if self.adv_norm not in ADV_NORMS:
-            bad("adv_norm", f"one of {', '.join(ADV_NORMS)}")
+        one_of("distribution_mode", DISTRIBUTION_MODES)
+        one_of("clip_reward", REWARD_CLIPS)
+        one_of("adv_norm", ADV_NORMS)
         if self.preset not in PRESETS and self.preset not in ("mujoco", "ppo_lstm", "procgen"):
             bad("preset", f"one of {', '.join(PRESETS)}, procgen")
         for f in dataclasses.fields(self):  # every on/off setting
             if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
                 bad(f.name, "true or false")
-        if self.model_type not in MODEL_TYPES:
-            bad("model_type", f"one of {', '.join(MODEL_TYPES)}")
-        if self.rnn not in RNN_CHOICES:
-            bad("rnn", f"one of {', '.join(RNN_CHOICES)}")
-        if self.rnn_critic not in RNN_CRITICS:
-            bad("rnn_critic", f"one of {', '.join(RNN_CRITICS)}")
+        one_of("model_type", MODEL_TYPES)
+        one_of("rnn", RNN_CHOICES)
+        one_of("rnn_critic", RNN_CRITICS)
         if self.rnn != "none" and self.compile:
             raise PPO1Error(f"--compile is not supported with --rnn {self.rnn}: leave one of them out")
-        if self.precision not in PRECISIONS:
-            bad("precision", f"one of {', '.join(PRECISIONS)}")
+        one_of("precision", PRECISIONS)
         if self.precision == "bf16" and self.model_type == "mlp":
             bad("precision", "fp32 with --model_type mlp (bf16 applies to the CNN torso)")
-        if not isinstance(self.seed, int) or self.seed < 0:
-            bad("seed", "a whole number >= 0")
-        if not isinstance(self.num_threads, int) or self.num_threads < 0:
-            bad("num_threads", "a whole number >= 0 (0 = automatic)")
-        if not isinstance(self.snapshot_interval, int) or self.snapshot_interval < 0:
-            bad("snapshot_interval", "a whole number >= 0 (0 = off)")
-        if not isinstance(self.eval_interval, int) or self.eval_interval < 0:
-            bad("eval_interval", "a whole number of iterations >= 0 (0 = off)")
-        if not isinstance(self.eval_episodes, int) or not 0 <= self.eval_episodes <= MAX_EPISODES:
-            bad("eval_episodes", f"a whole number from 1 to {MAX_EPISODES}")
+        whole("seed", "a whole number >= 0")
+        whole("num_threads", "a whole number >= 0 (0 = automatic)")
+        whole("snapshot_interval", "a whole number >= 0 (0 = off)")
+        whole("eval_interval", "a whole number of iterations >= 0 (0 = off)")
+        whole("eval_episodes", f"a whole number from 1 to {MAX_EPISODES}", high=MAX_EPISODES)
         if self.eval_interval and self.eval_episodes < 1:
             bad("eval_episodes", f"a whole number from 1 to {MAX_EPISODES} with --eval_interval "
                                  f"{self.eval_interval} (evaluation on)")
-        if not isinstance(self.eval_max_steps, int) or self.eval_max_steps < 1:
-            bad("eval_max_steps", "a whole number of agent steps >= 1")
-        if not isinstance(self.video_interval, int) or self.video_interval < 0:
-            bad("video_interval", "a whole number >= 0 (0 = no videos)")
-        if not isinstance(self.video_max_frames, int) or not 1 <= self.video_max_frames <= MAX_FRAMES:
-            bad("video_max_frames", f"a whole number from 1 to {MAX_FRAMES} (30 minutes at 60 fps)")
+        whole("eval_max_steps", "a whole number of agent steps >= 1", low=1)
+        whole("video_interval", "a whole number >= 0 (0 = no videos)")
+        whole("video_max_frames", f"a whole number from 1 to {MAX_FRAMES} (30 minutes at 60 fps)", low=1,
+              high=MAX_FRAMES)
         if finite("env_step_timeout") < 0:
             bad("env_step_timeout", "seconds >= 0 (0 = off)")
         for name in ("wandb_project", "wandb_entity"):  # characters W&B refuses in these names
@@ -578,22 +562,7 @@ def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
                             f"{env_name}")
         raise PPO1Error(f"--preset={name} is for {' and '.join(owners)}, not for {family.label} like {env_name}: "
                         f"use {' or '.join(family.presets)}")
-    stack_with_rnn = family.frame_stack_with_rnn and recurrent  # memory instead of a stack: --frame_stack 1
-    frame_flags = [f for f in FRAME_FLAGS if f in given and not (stack_with_rnn and f == "frame_stack")]
-    if frame_flags and not family.frame_flags:
-        why = family.frame_flags_why or family.name
-        if family.frame_stack_with_rnn and frame_flags[0] == "frame_stack":
-            why += "; with --rnn lstm or gru it takes --frame_stack"
-        raise PPO1Error(f"--{frame_flags[0]} is for image-observation envs other than Atari and Procgen, not "
-                        f"{env_name} ({why})")
-    if given.get("rnn_critic") == "separate" and not recurrent:
-        raise PPO1Error("--rnn_critic separate gives the value head a recurrent core of its own: give --rnn lstm or "
-                        "gru with it")
-    if "episode_life" in given and not family.episode_life:
-        raise PPO1Error(f"--episode_life is for Atari games (a lost life), not {env_name}")
-    if given.get("max_episode_steps") and family.time_limit_why:
-        raise PPO1Error(f"--max_episode_steps is for envs other than Atari and Procgen games, not {env_name} "
-                        f"({family.time_limit_why})")
+    _check_family_flags(given, family, env_name, recurrent)
     if name == "procgen":
         return {"preset": name, **PROCGEN_PRESET}
     if name == "ppo_lstm":
@@ -615,3 +584,23 @@ def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
                                                                    Config.timesteps_per_actorbatch))
         values["optim_batchsize"] = fast_optim_batchsize(n_ranks * envs, horizon, envs)
     return values
+
+
+def _check_family_flags(given: dict, family, env_name: str, recurrent: bool) -> None:
+    """Raise PPO1Error for a flag given (`given`) that the env's family (ppo1.envs.Family) does not take."""
+    stack_with_rnn = family.frame_stack_with_rnn and recurrent  # memory instead of a stack: --frame_stack 1
+    frame_flags = [f for f in FRAME_FLAGS if f in given and not (stack_with_rnn and f == "frame_stack")]
+    if frame_flags and not family.frame_flags:
+        why = family.frame_flags_why or family.name
+        if family.frame_stack_with_rnn and frame_flags[0] == "frame_stack":
+            why += "; with --rnn lstm or gru it takes --frame_stack"
+        raise PPO1Error(f"--{frame_flags[0]} is for image-observation envs other than Atari and Procgen, not "
+                        f"{env_name} ({why})")
+    if given.get("rnn_critic") == "separate" and not recurrent:
+        raise PPO1Error("--rnn_critic separate gives the value head a recurrent core of its own: give --rnn lstm or "
+                        "gru with it")
+    if "episode_life" in given and not family.episode_life:
+        raise PPO1Error(f"--episode_life is for Atari games (a lost life), not {env_name}")
+    if given.get("max_episode_steps") and family.time_limit_why:
+        raise PPO1Error(f"--max_episode_steps is for envs other than Atari and Procgen games, not {env_name} "
+                        f"({family.time_limit_why})")
