@@ -46,8 +46,8 @@ def __getattr__(name: str):
 class _Package(types.ModuleType):
     """`ppo1.train` and `ppo1.play` stay the API's functions after the modules of the same names load.
 
-    Importing a submodule sets it as an attribute of its package, so once a run had loaded ppo1/train.py,
-    `from ppo1 import train` (a notebook cell run again) gave the module instead of the function. The
+    Importing a submodule sets it as an attribute of its package: without this class, once a run has loaded
+    ppo1/train.py, `from ppo1 import train` (a notebook cell run again) gives the module instead of the function. The
     modules stay importable by their full names (`from ppo1.train import Trainer`, importlib)."""
 
     def __setattr__(self, name: str, value) -> None:

@@ -225,8 +225,8 @@ def wait_for_launcher_to_read(fds: tuple[int, ...] = (1, 2), timeout: float = 2.
 
     Before MPI_Abort: the proxy forwards a rank's output and its abort request upstream in the
     order it reads them, and mpiexec may exit on the abort before it writes output that came
-    after it; when the proxy read both in the same poll, the abort went first and the rank's last
-    lines (its one-line error) were lost. An empty pipe means the proxy has read, and so forwarded,
+    after it; when the proxy reads both in the same poll, the abort goes first and the rank's last
+    lines (its one-line error) are lost. An empty pipe means the proxy has read, and so forwarded,
     them before the abort request is sent."""
     pipes = []
     for fd in fds:
@@ -273,9 +273,9 @@ def say_interrupted_while_starting() -> None:
 class HeldInterrupt:
     """Hold Ctrl-C (SIGINT) while a rank starts: `pending` tells whether one came.
 
-    Two ways a Ctrl-C while starting went wrong: torch's and ale_py's imports run Python code from
-    C++ (pybind11), and a KeyboardInterrupt raised there ended the rank in std::terminate (SIGABRT,
-    exit 6); and a rank that exited before MPI_Init left the others waiting in MPI_Init for ever
+    Two ways a Ctrl-C while starting goes wrong unheld: torch's and ale_py's imports run Python code from
+    C++ (pybind11), and a KeyboardInterrupt raised there ends the rank in std::terminate (SIGABRT,
+    exit 6); and a rank that exits before MPI_Init leaves the others waiting in MPI_Init for ever
     (hydra does not end the job for a process that never started MPI). Held through the imports
     and MPI_Init (from run_atari's first line), the interrupt is acted on by every rank together
     (cli.main). A second Ctrl-C exits at once (130) with one line from rank 0."""
