@@ -164,9 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
         where[name].add_argument(f"--{name}", default=argparse.SUPPRESS, **kwargs)
     where["np"].add_argument(
         "--np", type=_whole, default=0, metavar="N",
-        help="start N ranks: run this command again under the mpirun of this Python environment (the "
-             "mpich wheel's, else the one on PATH); not under mpirun, which sets the ranks itself "
-             "(default: 0 = this process alone, or the ranks mpirun started)")
+        help="start N ranks: this command again under the mpirun of this Python environment (the mpich "
+             "wheel's, else the one on PATH); not under mpirun, which sets the ranks (default: 0 = this process "
+             "alone, or mpirun's ranks)")
     where["fresh"].add_argument(
         "--fresh", action="store_true",
         help="train from scratch: move an existing run directory aside (to <run>.old-<time>) instead of "

@@ -50,9 +50,10 @@ def without_legacy_keys(data: dict) -> dict:
     return {k: v for k, v in data.items() if k not in LEGACY_KEYS}
 
 
-def setting(default, help: str):
-    """A Config field with its one-line help (shown by --help, read by the CLI from the field's metadata)."""
-    return field(default=default, metadata={"help": help})
+def setting(default, help: str, details: str = ""):
+    """A Config field with its one-line help (shown by --help, read by the CLI from the field's metadata; at most
+    two printed lines) and the details that do not fit there (docs/flags.md shows them after the help)."""
+    return field(default=default, metadata={"help": help, "details": details})
 
 
 @dataclass
@@ -65,14 +66,15 @@ class Config:
     """
 
     env_name: str = setting("PongNoFrameskip-v4",
-        "the env: a gymnasium Atari id, <Game>NoFrameskip-v4 or ALE/<Game>-v5 (DeepMind preprocessing); "
-        "procgen:<game>; any other registered gymnasium id, with image or vector observations; "
-        "module:EnvId (imports module first, for packages that register their ids on import); or "
-        "package.module:callable, a factory returning a gymnasium Env, called with --env_kwargs")
+        "the env: an Atari id (<Game>NoFrameskip-v4, ALE/<Game>-v5), procgen:<game>, any other gymnasium id, "
+        "module:EnvId or package.module:callable (a factory, with --env_kwargs)",
+        "Atari ids get DeepMind's preprocessing; any other registered gymnasium id may have image or vector "
+        "observations; module:EnvId imports module first, for packages that register their ids on import; "
+        "package.module:callable is a factory returning a gymnasium Env, called with --env_kwargs.")
     env_kwargs: str = setting("{}",
-        "keyword arguments, a JSON object, for the factory of --env_name package.module:callable (or "
-        "gymnasium.make of an id other than Atari and Procgen), e.g. '{\"size\": 24}'; saved with the run, so "
-        "resume, play and movie make the same env")
+        "keyword arguments, a JSON object such as '{\"size\": 24}', for the factory of --env_name "
+        "package.module:callable (or gymnasium.make of an id other than Atari and Procgen)",
+        "Saved with the run, so resume, play and movie make the same env.")
     env_steps: int = setting(10_000_000,
         "agent steps to train for, summed over all actors (on Atari 1 step = 4 frames); alpha anneals over it")
     timesteps_per_actorbatch: int = setting(128, "horizon T: steps per actor (env) per iteration")
@@ -94,8 +96,8 @@ class Config:
     seed: int = setting(0, "random seed; each env is seeded from (seed, rank, env index)")
     frame_skip: int = setting(1,
         "image-observation envs other than Atari and Procgen: repeat each action this many env steps, "
-        "summing their rewards; ViZDoom's ids and stable_retro:make default to 4 (Atari keeps DeepMind's 4 "
-        "and its own preprocessing)")
+        "summing their rewards; ViZDoom's ids and stable_retro:make default to 4",
+        "Atari keeps DeepMind's 4 and its own preprocessing.")
     frame_size: int = setting(84,
         "image-observation envs other than Atari and Procgen: resize each frame to N x N (INTER_AREA); 0 "
         "keeps the env's own size")
@@ -110,23 +112,28 @@ class Config:
         "holding the image; empty: the Dict's only image entry")
     obs_vectors: bool = setting(False,
         "image-observation envs whose observations are a Dict: its numeric entries besides the image "
-        "(ViZDoom's gamevariables) go to the CNN policy beside its image features, normalised by their running "
-        "mean and std (the default of new runs); off: the image alone (runs saved before ppo1 had it)")
+        "(ViZDoom's gamevariables) also go to the CNN policy; off: the image alone",
+        "The entries join the image features, normalised by their running mean and std. New runs of such envs "
+        "have it on (their preset sets it); off, the field's default, is what a config.json without the "
+        "setting loads as.")
     model_type: str = setting("small",
-        "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN of "
-        "Espeholt et al. 2018: 3 stages of conv, max-pool and 2 residual blocks, 16/32/32 channels, fc 256; "
-        "any image observation) or mlp (2x64 tanh, for vector observations; the default there)")
+        "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN) or "
+        "mlp (2x64 tanh, for vector observations; the default there)",
+        "impala: the CNN of Espeholt et al. 2018, 3 stages of conv, max-pool and 2 residual blocks, 16/32/32 "
+        "channels, fc 256; it takes any image observation.")
     rnn: str = setting("none",
         "memory: none, lstm or gru, a one-layer recurrent core between the torso and the heads, its state "
-        "carried across steps and zeroed at each episode's start. For games a few frames do not show whole "
-        "(partial observability: what happened long ago matters), usually with --frame_stack 1")
+        "carried across steps and zeroed at each episode's start",
+        "For games a few frames do not show whole (partial observability: what happened long ago matters), "
+        "usually with --frame_stack 1.")
     rnn_size: int = setting(256, "units of the --rnn core")
     rnn_critic: str = setting("shared",
         "--rnn: the value head reads the policy's core (shared) or a core of its own on the same features "
         "(separate: ppo_lstm's, sb3-contrib RecurrentPPO's default; the state doubles)")
     bptt_len: int = setting(0,
-        "--rnn: the update replays each env's steps in chunks of this many (backprop through time within one), in as "
-        "many minibatches as without --rnn; it divides T; 0 = T's largest divisor from 8 to 32 (T <= 32: T)")
+        "--rnn: the update replays each env's steps in chunks of this many (backprop through time within one); "
+        "it divides T; 0 = T's largest divisor from 8 to 32 (T <= 32: T)",
+        "The chunks fill as many minibatches as the update has without --rnn.")
     model_name: str = setting("model-ppo1-defaults",
         "name of the run: its files live in checkpoint_dir/model_name/")
     checkpoint_dir: str = setting("checkpoints", "directory holding one sub-directory per run")
@@ -169,35 +176,37 @@ class Config:
     deterministic: bool = setting(False,
         "1 torch thread per rank and deterministic kernels, so a resumed run is bit-identical")
     preset: str = setting("paper",
-        "hyperparameter family applied to every flag not given (Atari and other image-observation envs: paper, "
-        "fast, cleanrl, baselines or vizdoom, the default of ViZDoom's ids; vector-observation envs: mujoco, "
-        "baselines' run_mujoco; procgen:<game> envs: procgen, the Procgen paper's easy mode)")
+        "hyperparameter family applied to every flag not given; without --preset, the env family's own (Atari and "
+        "other image-observation envs: paper)",
+        "Atari and other image-observation envs take paper, fast, cleanrl, baselines or vizdoom (the default of "
+        "ViZDoom's ids); vector-observation envs mujoco (baselines' run_mujoco); procgen:<game> envs procgen "
+        "(the Procgen paper's easy mode).")
     init: str = setting("normc",
         "weight initialisation: normc (baselines ppo1: Glorot-uniform convolutions, normc linears) or "
         "orthogonal (ppo2, CleanRL, SB3; with --model_type impala its features start ~20x larger)")
     frame_norm: str = setting("scale",
         "CNN input: scale (frames / 255, baselines) or center (frames / 255 minus the per-pixel mean of "
-        "all ranks' frames so far, a running mean kept in the model: a background common to every "
-        "pixel no longer moves all of a filter's weights together)")
+        "all ranks' frames so far, a running mean kept in the model)",
+        "Centred, a background common to every pixel does not move all of a filter's weights together.")
     adv_norm: str = setting("batch",
         "standardise advantages over the rank's batch (baselines ppo1) or each minibatch (ppo2)")
     max_grad_norm: float = setting(0.0,
         "clip the global gradient norm to this after averaging over ranks; 0 = off")
     target_kl: float = setting(0.0,
-        "end the iteration's remaining epochs once the approximate KL(pi_old || pi) of a minibatch, "
-        "averaged over all ranks, exceeds this, checked before each minibatch's step (as SB3, which "
-        "stops at 1.5 x its target_kl; CleanRL checks after each epoch): a minibatch's granularity, so "
-        "one large step cannot run a whole epoch past the target; the estimator is SB3's and "
-        "CleanRL's mean((r - 1) - log r); progress.csv's epochs column says how many epochs ran; 0 = off "
-        "(the paper)")
+        "end the iteration's remaining epochs once the approximate KL(pi_old || pi) of a minibatch, averaged "
+        "over all ranks, exceeds this, checked before each minibatch's step; 0 = off (the paper)",
+        "As SB3, which stops at 1.5 x its target_kl; CleanRL checks after each epoch. A minibatch's granularity, "
+        "so one large step cannot run a whole epoch past the target. The estimator is SB3's and CleanRL's "
+        "mean((r - 1) - log r); progress.csv's epochs column says how many epochs ran.")
     clip_vloss: bool = setting(False,
         "value loss as baselines ppo2 and CleanRL --clip-vloss: the larger of (V - R)^2 and (V_clipped "
-        "- R)^2, V_clipped = V_old + clip(V - V_old, -eps, eps) around the rollout's values at the "
-        "iteration's clip parameter eps; off = the paper's plain (V - R)^2")
+        "- R)^2; off = the paper's plain (V - R)^2",
+        "V_clipped = V_old + clip(V - V_old, -eps, eps), around the rollout's values at the iteration's clip "
+        "parameter eps.")
     clip_reward: str = setting("auto",
         "training rewards: sign (-1, 0 or +1: DeepMind's Atari setting), none (the env's own) or auto (sign for "
-        "Atari games, none for every other env); before --reward_scale and --norm_reward. Episode scores are "
-        "always the env's own")
+        "Atari games, none for every other env)",
+        "Applied before --reward_scale and --norm_reward. Episode scores are always the env's own.")
     reward_scale: float = setting(1.0,
         "training rewards are multiplied by this, after --clip_reward and before --norm_reward (e.g. 0.01 "
         "for a game that pays hundreds of points per event)")
@@ -206,13 +215,13 @@ class Config:
         "bootstrap past a death); --no-episode_life: only the game's end does. Play and movie always play "
         "whole games")
     max_episode_steps: int = setting(0,
-        "envs other than Atari and Procgen: cut each episode after this many agent steps, as a time limit "
-        "(training bootstraps from the value of its last observation; play and movie cut there too); 0 = "
-        "only the env's own limit")
+        "envs other than Atari and Procgen: cut each episode after this many agent steps, as a time limit; 0 = "
+        "only the env's own limit",
+        "Training bootstraps from the value of its last observation; play and movie cut there too.")
     norm_reward: bool = setting(False,
         "divide rewards by the standard deviation of the actors' running discounted returns (all ranks' "
-        "statistics), clipped to +-10, as baselines VecNormalize and the Procgen paper; off = raw "
-        "rewards (Atari clips their sign instead)")
+        "statistics), clipped to +-10; off = raw rewards",
+        "As baselines VecNormalize and the Procgen paper. Atari clips the rewards' sign instead (--clip_reward).")
     num_levels: int = setting(0,
         "Procgen: levels to train on, from --start_level; 0 = every level. --mode play and movie play the "
         "levels after them (unseen), or every level when 0")
@@ -225,9 +234,9 @@ class Config:
         "anneal the entropy coefficient c2 linearly with alpha, to 0 at the schedule's end, or keep it "
         "constant (the paper)")
     watchdog_timeout: float = setting(-1.0,
-        "train: seconds without a finished iteration (a lost host, a rank stuck in a collective) "
-        "after which every rank prints where it waited and ends the job (exit status 3); -1 = max(10 "
-        "x median iteration time, 300 s), 0 = off")
+        "train: seconds without a finished iteration after which every rank prints where it waited and ends "
+        "the job (exit status 3); -1 = max(10 x median iteration time, 300 s), 0 = off",
+        "It ends a job that a lost host or a rank stuck in a collective would hold up for ever.")
     env_restarts: int = setting(5,
         "train: times a rank may make an env anew when its step raises (an engine that died), in the run "
         "or in --env_restart_window iterations; one more stops the run (exit status 2); 0 = the first")
@@ -244,11 +253,12 @@ class Config:
         "torch.compile the training forward/backward (needs a C compiler at run time; falls back to "
         "eager with a notice if compiling fails)")
     precision: str = setting("fp32",
-        "the update's CNN torso: fp32, or bf16 (torch.autocast: its convolutions and hidden layer in "
-        "bfloat16 in the update's forward and backward, and in the pass that takes pi_old for it, so its "
-        "first ratio is exactly 1; heads, loss, Adam and the rollouts stay float32): faster on CPUs with "
-        "AVX512-BF16 or AMX and on GPUs; or auto: bf16 where every rank's device has it in hardware and the "
-        "policy has a CNN, else fp32 (config.json holds the choice); may differ on resume")
+        "the update's CNN torso: fp32, bf16 (torch.autocast; faster on CPUs with AVX512-BF16 or AMX and on "
+        "GPUs) or auto (bf16 where every rank's device has it); may differ on resume",
+        "bf16: the torso's convolutions and hidden layer in bfloat16 in the update's forward and backward, and "
+        "in the pass that takes pi_old for it, so its first ratio is exactly 1; heads, loss, Adam and the "
+        "rollouts stay float32. auto: bf16 where every rank's device has it in hardware and the policy has a "
+        "CNN, else fp32; config.json holds the choice.")
 
     # ------------------------------------------------------------------ derived
     @property
@@ -573,7 +583,7 @@ def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
     if name not in PRESETS:  # a registered family's preset that ppo1 does not have
         raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
     values = {"preset": name, **PRESETS[name]}
-    if family.obs_vectors:  # a Dict's vector entries reach the network (runs saved before that lack the field)
+    if family.obs_vectors:  # a Dict's vector entries reach the network (off: a saved config.json without the field)
         values["obs_vectors"] = True
     values.update(package.defaults if package else {})  # as if its preset's
     if name == "fast":
