@@ -20,6 +20,19 @@ class PPO1Error(Exception):
     """
 
 
+def first_line(text, limit: int = 300) -> str:
+    """The first line of `text` (of an exception: its message), stripped, at most `limit` characters."""
+    lines = str(text).strip().splitlines()
+    return (lines[0] if lines else "")[:limit]
+
+
+def error_line(e: BaseException, limit: int = 300) -> str:
+    """`e` in one line, for a one-line message: its type and the first line of its message (at most `limit`
+    characters), or its type alone when the message is empty."""
+    first = first_line(e, limit)
+    return type(e).__name__ + (f": {first}" if first else "")
+
+
 def __getattr__(name: str):
     if name == "Config":
         from ppo1.config import Config
@@ -33,8 +46,8 @@ def __getattr__(name: str):
 class _Package(types.ModuleType):
     """`ppo1.train` and `ppo1.play` stay the API's functions after the modules of the same names load.
 
-    Importing a submodule sets it as an attribute of its package, so once a run had loaded ppo1/train.py,
-    `from ppo1 import train` (a notebook cell run again) gave the module instead of the function. The
+    Importing a submodule sets it as an attribute of its package: without this class, once a run has loaded
+    ppo1/train.py, `from ppo1 import train` (a notebook cell run again) gives the module instead of the function. The
     modules stay importable by their full names (`from ppo1.train import Trainer`, importlib)."""
 
     def __setattr__(self, name: str, value) -> None:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error
+from ppo1 import PPO1Error, error_line
 from ppo1.actions import check_actions
 from ppo1 import device as devices
 from ppo1.config import Config
@@ -403,7 +403,7 @@ def _torch_reason(e: Exception) -> str:
                 + (f" ({detail})" if detail else ""))
     if isinstance(e, OSError):
         return cause(e)
-    return f"{type(e).__name__}: {text}".splitlines()[0][:300]
+    return error_line(e)
 
 
 def _check_keys(state: dict, path: str, keys: dict) -> None:

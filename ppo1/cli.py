@@ -154,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups = {title: p.add_argument_group(title) for title in GROUPS}
     where = {name: groups[title] for title, names in GROUPS.items() for name in names}
     where["mode"].add_argument(
-        "--mode", choices=("train", "play", "movie", "plot"), default="train",
+        "--mode", choices=tuple(MODES), default="train",
         help="train a policy, play games with the newest checkpoint, record a video of one, or plot "
              "learning curves")
     defaults = Config()
@@ -164,9 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
         where[name].add_argument(f"--{name}", default=argparse.SUPPRESS, **kwargs)
     where["np"].add_argument(
         "--np", type=_whole, default=0, metavar="N",
-        help="start N ranks: run this command again under the mpirun of this Python environment (the "
-             "mpich wheel's, else the one on PATH); not under mpirun, which sets the ranks itself "
-             "(default: 0 = this process alone, or the ranks mpirun started)")
+        help="start N ranks: this command again under the mpirun of this Python environment (the mpich "
+             "wheel's, else the one on PATH); not under mpirun, which sets the ranks (default: 0 = this process "
+             "alone, or mpirun's ranks)")
     where["fresh"].add_argument(
         "--fresh", action="store_true",
         help="train from scratch: move an existing run directory aside (to <run>.old-<time>) instead of "
@@ -212,30 +212,53 @@ def _mpi_fork(np_: int, argv: list[str]) -> None:
     sys.exit(run_launcher(cmd))
 
 
-_MODE_MODULES = {"train": "ppo1.train", "play": "ppo1.play", "movie": "ppo1.movie", "plot": "ppo1.plot"}
+def _train(module, args: argparse.Namespace, config: Config, comm, spares) -> int:
+    log = print if comm.is_root else (lambda *a, **k: None)
+    return module.train(config, comm, log=log, fresh=args.fresh, stop_after=args.stop_after_iterations,
+                        spares=spares)["exit_code"]
+
+
+def _play(module, args: argparse.Namespace, config: Config, comm, spares) -> int:
+    module.play(config, _given_config_flags(args), comm, args.episodes, greedy=args.greedy, render=args.render,
+                checkpoint=args.checkpoint)
+    return 0
+
+
+def _movie(module, args: argparse.Namespace, config: Config, comm, spares) -> int:
+    module.movie(config, _given_config_flags(args), comm, max_frames=args.max_frames, gif=args.gif,
+                 greedy=args.greedy, checkpoint=args.checkpoint)
+    return 0
+
+
+def _plot(module, args: argparse.Namespace, config: Config, comm, spares) -> int:
+    error = None  # rank 0 draws; its error is every rank's
+    if comm.is_root:
+        try:
+            module.plot_mode(config, args.runs, args.plot_x, model_name_given="model_name" in vars(args))
+        except PPO1Error as e:
+            error = e
+    comm.agree(error)
+    return 0
+
+
+# --mode: its module (imported before MPI starts: a library it needs that is missing fails every rank alike) and
+# what runs it, given the module, the flags, the agreed Config, the Comm and the Spares. Returns the exit status.
+MODES = {"train": ("ppo1.train", _train), "play": ("ppo1.play", _play), "movie": ("ppo1.movie", _movie),
+         "plot": ("ppo1.plot", _plot)}
 
 
 def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> int:
-    """Run one mode; `held`: run_atari's HeldInterrupt, holding Ctrl-C since its first line."""
+    """Run one mode; `held`: run_atari's HeldInterrupt, holding Ctrl-C since its first line. Returns the exit
+    status."""
     held = (held or HeldInterrupt()).hold()  # until every rank is past MPI_Init (see HeldInterrupt)
     try:
         args = build_parser().parse_args(argv)
         if args.np:  # run this command again as args.np ranks under mpirun; this process becomes mpirun
             _mpi_fork(args.np, sys.argv[1:] if argv is None else argv)
-        try:
-            from ppo1.distributed import Comm, say_line
-            from ppo1.envs import Spares, load_gymnasium
-
-            load_gymnasium()
-            importlib.import_module(_MODE_MODULES.get(args.mode, "ppo1.train"))
-        except ImportError as e:  # before MPI: every rank fails alike (e.g. a system library cv2 links)
-            say_error_before_mpi(f"a library ppo1 needs cannot be imported: {e}")
+        started = _start(args.mode)
+        if started is None:
             return 2
-        try:
-            comm = Comm.create()
-        except PPO1Error as e:
-            print(f"ppo1: error: {e}", file=sys.stderr)
-            return 2
+        comm, module = started
         if any(comm.allgather(held.pending)):  # every rank ends here, together
             sys.stderr.flush()
             say_interrupted_while_starting()
@@ -245,69 +268,76 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> in
     try:
         if held.pending:  # came after the ranks agreed above
             raise KeyboardInterrupt
-        error, config = None, None
-        spares = Spares()  # an env made to learn the env's family: the first training env
-        try:
-            config = build_config(args, comm.size, spares if args.mode == "train" else None)
-            _apply_mode_flags(args)
-        except PPO1Error as e:
-            error = e
-        try:
-            comm.agree(error)
-        except PPO1Error:
-            spares.close()
-            raise
-        if args.mode == "train":
-            from ppo1.train import train
-            try:
-                code = train(config, comm, log=print if comm.is_root else (lambda *a, **k: None),
-                             fresh=args.fresh, stop_after=args.stop_after_iterations, spares=spares)["exit_code"]
-            finally:
-                spares.close()  # not taken: the run was refused before it made its envs
-            if code > 128:  # stopped by a signal, its checkpoint written: keep the signal handler to the end
-                comm.exit(code)
-            return code
-        elif args.mode == "play":
-            from ppo1.play import play
-            play(config, _given_config_flags(args), comm, args.episodes, greedy=args.greedy, render=args.render,
-                 checkpoint=args.checkpoint)
-        elif args.mode == "movie":
-            from ppo1.movie import movie
-            movie(config, _given_config_flags(args), comm, max_frames=args.max_frames, gif=args.gif,
-                  greedy=args.greedy, checkpoint=args.checkpoint)
-        elif args.mode == "plot":
-            from ppo1.plot import plot_mode
-            error = None
-            if comm.is_root:
-                try:
-                    plot_mode(config, args.runs, args.plot_x, model_name_given="model_name" in vars(args))
-                except PPO1Error as e:
-                    error = e
-            comm.agree(error)
-        else:
-            raise PPO1Error(f"--mode={args.mode} is not implemented yet")
-        return 0
+        return _run(module, args, comm)
+    except (Exception, KeyboardInterrupt) as e:
+        return _failed(e, comm)
+
+
+def _start(mode: str) -> tuple | None:
+    """Before MPI: the libraries and the mode's module, then MPI. Returns (the Comm, the mode's module), or None
+    after one line on stderr (exit status 2)."""
+    try:
+        from ppo1.distributed import Comm
+        from ppo1.envs import load_gymnasium
+
+        load_gymnasium()
+        module = importlib.import_module(MODES[mode][0])
+    except ImportError as e:  # before MPI: every rank fails alike (e.g. a system library cv2 links)
+        say_error_before_mpi(f"a library ppo1 needs cannot be imported: {e}")
+        return None
+    try:
+        return Comm.create(), module
     except PPO1Error as e:
-        if getattr(e, "all_ranks", False) or comm.size == 1:
-            if comm.is_root:
-                print(f"ppo1: error: {e}", file=sys.stderr, flush=True)
-            return 2
-        say_line(f"ppo1: error on rank {comm.rank}: {e}", sys.stderr)
-        comm.abort(2)
-    except KeyboardInterrupt:
+        print(f"ppo1: error: {e}", file=sys.stderr)
+        return None
+
+
+def _run(module, args: argparse.Namespace, comm) -> int:
+    """Collective: the Config of the flags, agreed by every rank, then the mode. Returns the exit status."""
+    from ppo1.envs import Spares
+    spares = Spares()  # an env made to learn the env's family: the first training env
+    try:
+        config = _agreed_config(args, comm, spares if args.mode == "train" else None)
+        code = MODES[args.mode][1](module, args, config, comm, spares)
+    finally:
+        spares.close()  # what training did not take: the run was refused before it made its envs
+    if code > 128:  # stopped by a signal, its checkpoint written: keep the signal handler to the end
+        comm.exit(code)
+    return code
+
+
+def _agreed_config(args: argparse.Namespace, comm, spares) -> Config:
+    """Collective: the Config of the flags (build_config), the mode's flags checked; the first rank's PPO1Error
+    on every rank."""
+    error, config = None, None
+    try:
+        config = build_config(args, comm.size, spares)
+        _apply_mode_flags(args)
+    except PPO1Error as e:
+        error = e
+    comm.agree(error)
+    return config
+
+
+def _failed(e: BaseException, comm) -> int:
+    """After `e` ended the mode on this rank: its line on stderr, and the exit status, or the end of every rank
+    (see the module's docstring). A user's error (PPO1Error, an env's own exception outside training's restarts:
+    play, movie) is one line: from rank 0 when every rank has it, else from this rank, ending the job."""
+    from ppo1.distributed import say_line
+    from ppo1.envs.base import EnvRaised  # (not at the top: the --np launcher imports no env code)
+    if isinstance(e, KeyboardInterrupt):
         say_line(f"ppo1: interrupted (rank {comm.rank})", sys.stderr)
         comm.abort(130)
-    except Exception as e:
-        from ppo1.envs.base import EnvRaised  # (not at the top: the --np launcher imports no env code)
-        if isinstance(e, EnvRaised):  # an env's own exception outside training's restarts (play, movie)
-            line = f"the env raised {e} ({e.where})"
-            if comm.size == 1:
+    if isinstance(e, (PPO1Error, EnvRaised)):
+        line = f"the env raised {e} ({e.where})" if isinstance(e, EnvRaised) else str(e)
+        if getattr(e, "all_ranks", False) or comm.size == 1:
+            if comm.is_root:
                 print(f"ppo1: error: {line}", file=sys.stderr, flush=True)
-                return 2
-            say_line(f"ppo1: error on rank {comm.rank}: {line}", sys.stderr)
-            comm.abort(2)
-        say_line(f"ppo1: unexpected error on rank {comm.rank}:\n{traceback.format_exc()}", sys.stderr)
-        comm.abort(1)
+            return 2
+        say_line(f"ppo1: error on rank {comm.rank}: {line}", sys.stderr)
+        comm.abort(2)
+    say_line(f"ppo1: unexpected error on rank {comm.rank}:\n{''.join(traceback.format_exception(e))}", sys.stderr)
+    comm.abort(1)
     return 1
 
 

@@ -50,9 +50,10 @@ def without_legacy_keys(data: dict) -> dict:
     return {k: v for k, v in data.items() if k not in LEGACY_KEYS}
 
 
-def setting(default, help: str):
-    """A Config field with its one-line help (shown by --help, read by the CLI from the field's metadata)."""
-    return field(default=default, metadata={"help": help})
+def setting(default, help: str, details: str = ""):
+    """A Config field with its one-line help (shown by --help, read by the CLI from the field's metadata; at most
+    two printed lines) and the details that do not fit there (docs/flags.md shows them after the help)."""
+    return field(default=default, metadata={"help": help, "details": details})
 
 
 @dataclass
@@ -65,14 +66,15 @@ class Config:
     """
 
     env_name: str = setting("PongNoFrameskip-v4",
-        "the env: a gymnasium Atari id, <Game>NoFrameskip-v4 or ALE/<Game>-v5 (DeepMind preprocessing); "
-        "procgen:<game>; any other registered gymnasium id, with image or vector observations; "
-        "module:EnvId (imports module first, for packages that register their ids on import); or "
-        "package.module:callable, a factory returning a gymnasium Env, called with --env_kwargs")
+        "the env: an Atari id (<Game>NoFrameskip-v4, ALE/<Game>-v5), procgen:<game>, any other gymnasium id, "
+        "module:EnvId or package.module:callable (a factory, with --env_kwargs)",
+        "Atari ids get DeepMind's preprocessing; any other registered gymnasium id may have image or vector "
+        "observations; module:EnvId imports module first, for packages that register their ids on import; "
+        "package.module:callable is a factory returning a gymnasium Env, called with --env_kwargs.")
     env_kwargs: str = setting("{}",
-        "keyword arguments, a JSON object, for the factory of --env_name package.module:callable (or "
-        "gymnasium.make of an id other than Atari and Procgen), e.g. '{\"size\": 24}'; saved with the run, so "
-        "resume, play and movie make the same env")
+        "keyword arguments, a JSON object such as '{\"size\": 24}', for the factory of --env_name "
+        "package.module:callable (or gymnasium.make of an id other than Atari and Procgen)",
+        "Saved with the run, so resume, play and movie make the same env.")
     env_steps: int = setting(10_000_000,
         "agent steps to train for, summed over all actors (on Atari 1 step = 4 frames); alpha anneals over it")
     timesteps_per_actorbatch: int = setting(128, "horizon T: steps per actor (env) per iteration")
@@ -94,8 +96,8 @@ class Config:
     seed: int = setting(0, "random seed; each env is seeded from (seed, rank, env index)")
     frame_skip: int = setting(1,
         "image-observation envs other than Atari and Procgen: repeat each action this many env steps, "
-        "summing their rewards; ViZDoom's ids and stable_retro:make default to 4 (Atari keeps DeepMind's 4 "
-        "and its own preprocessing)")
+        "summing their rewards; ViZDoom's ids and stable_retro:make default to 4",
+        "Atari keeps DeepMind's 4 and its own preprocessing.")
     frame_size: int = setting(84,
         "image-observation envs other than Atari and Procgen: resize each frame to N x N (INTER_AREA); 0 "
         "keeps the env's own size")
@@ -110,23 +112,28 @@ class Config:
         "holding the image; empty: the Dict's only image entry")
     obs_vectors: bool = setting(False,
         "image-observation envs whose observations are a Dict: its numeric entries besides the image "
-        "(ViZDoom's gamevariables) go to the CNN policy beside its image features, normalised by their running "
-        "mean and std (the default of new runs); off: the image alone (runs saved before ppo1 had it)")
+        "(ViZDoom's gamevariables) also go to the CNN policy; off: the image alone",
+        "The entries join the image features, normalised by their running mean and std. New runs of such envs "
+        "have it on (their preset sets it); off, the field's default, is what a config.json without the "
+        "setting loads as.")
     model_type: str = setting("small",
-        "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN of "
-        "Espeholt et al. 2018: 3 stages of conv, max-pool and 2 residual blocks, 16/32/32 channels, fc 256; "
-        "any image observation) or mlp (2x64 tanh, for vector observations; the default there)")
+        "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN) or "
+        "mlp (2x64 tanh, for vector observations; the default there)",
+        "impala: the CNN of Espeholt et al. 2018, 3 stages of conv, max-pool and 2 residual blocks, 16/32/32 "
+        "channels, fc 256; it takes any image observation.")
     rnn: str = setting("none",
         "memory: none, lstm or gru, a one-layer recurrent core between the torso and the heads, its state "
-        "carried across steps and zeroed at each episode's start. For games a few frames do not show whole "
-        "(partial observability: what happened long ago matters), usually with --frame_stack 1")
+        "carried across steps and zeroed at each episode's start",
+        "For games a few frames do not show whole (partial observability: what happened long ago matters), "
+        "usually with --frame_stack 1.")
     rnn_size: int = setting(256, "units of the --rnn core")
     rnn_critic: str = setting("shared",
         "--rnn: the value head reads the policy's core (shared) or a core of its own on the same features "
         "(separate: ppo_lstm's, sb3-contrib RecurrentPPO's default; the state doubles)")
     bptt_len: int = setting(0,
-        "--rnn: the update replays each env's steps in chunks of this many (backprop through time within one), in as "
-        "many minibatches as without --rnn; it divides T; 0 = T's largest divisor from 8 to 32 (T <= 32: T)")
+        "--rnn: the update replays each env's steps in chunks of this many (backprop through time within one); "
+        "it divides T; 0 = T's largest divisor from 8 to 32 (T <= 32: T)",
+        "The chunks fill as many minibatches as the update has without --rnn.")
     model_name: str = setting("model-ppo1-defaults",
         "name of the run: its files live in checkpoint_dir/model_name/")
     checkpoint_dir: str = setting("checkpoints", "directory holding one sub-directory per run")
@@ -169,35 +176,37 @@ class Config:
     deterministic: bool = setting(False,
         "1 torch thread per rank and deterministic kernels, so a resumed run is bit-identical")
     preset: str = setting("paper",
-        "hyperparameter family applied to every flag not given (Atari and other image-observation envs: paper, "
-        "fast, cleanrl, baselines or vizdoom, the default of ViZDoom's ids; vector-observation envs: mujoco, "
-        "baselines' run_mujoco; procgen:<game> envs: procgen, the Procgen paper's easy mode)")
+        "hyperparameter family applied to every flag not given; without --preset, the env family's own (Atari and "
+        "other image-observation envs: paper)",
+        "Atari and other image-observation envs take paper, fast, cleanrl, baselines or vizdoom (the default of "
+        "ViZDoom's ids); vector-observation envs mujoco (baselines' run_mujoco); procgen:<game> envs procgen "
+        "(the Procgen paper's easy mode).")
     init: str = setting("normc",
         "weight initialisation: normc (baselines ppo1: Glorot-uniform convolutions, normc linears) or "
         "orthogonal (ppo2, CleanRL, SB3; with --model_type impala its features start ~20x larger)")
     frame_norm: str = setting("scale",
         "CNN input: scale (frames / 255, baselines) or center (frames / 255 minus the per-pixel mean of "
-        "all ranks' frames so far, a running mean kept in the model: a background common to every "
-        "pixel no longer moves all of a filter's weights together)")
+        "all ranks' frames so far, a running mean kept in the model)",
+        "Centred, a background common to every pixel does not move all of a filter's weights together.")
     adv_norm: str = setting("batch",
         "standardise advantages over the rank's batch (baselines ppo1) or each minibatch (ppo2)")
     max_grad_norm: float = setting(0.0,
         "clip the global gradient norm to this after averaging over ranks; 0 = off")
     target_kl: float = setting(0.0,
-        "end the iteration's remaining epochs once the approximate KL(pi_old || pi) of a minibatch, "
-        "averaged over all ranks, exceeds this, checked before each minibatch's step (as SB3, which "
-        "stops at 1.5 x its target_kl; CleanRL checks after each epoch): a minibatch's granularity, so "
-        "one large step cannot run a whole epoch past the target; the estimator is SB3's and "
-        "CleanRL's mean((r - 1) - log r); progress.csv's epochs column says how many epochs ran; 0 = off "
-        "(the paper)")
+        "end the iteration's remaining epochs once the approximate KL(pi_old || pi) of a minibatch, averaged "
+        "over all ranks, exceeds this, checked before each minibatch's step; 0 = off (the paper)",
+        "As SB3, which stops at 1.5 x its target_kl; CleanRL checks after each epoch. A minibatch's granularity, "
+        "so one large step cannot run a whole epoch past the target. The estimator is SB3's and CleanRL's "
+        "mean((r - 1) - log r); progress.csv's epochs column says how many epochs ran.")
     clip_vloss: bool = setting(False,
         "value loss as baselines ppo2 and CleanRL --clip-vloss: the larger of (V - R)^2 and (V_clipped "
-        "- R)^2, V_clipped = V_old + clip(V - V_old, -eps, eps) around the rollout's values at the "
-        "iteration's clip parameter eps; off = the paper's plain (V - R)^2")
+        "- R)^2; off = the paper's plain (V - R)^2",
+        "V_clipped = V_old + clip(V - V_old, -eps, eps), around the rollout's values at the iteration's clip "
+        "parameter eps.")
     clip_reward: str = setting("auto",
         "training rewards: sign (-1, 0 or +1: DeepMind's Atari setting), none (the env's own) or auto (sign for "
-        "Atari games, none for every other env); before --reward_scale and --norm_reward. Episode scores are "
-        "always the env's own")
+        "Atari games, none for every other env)",
+        "Applied before --reward_scale and --norm_reward. Episode scores are always the env's own.")
     reward_scale: float = setting(1.0,
         "training rewards are multiplied by this, after --clip_reward and before --norm_reward (e.g. 0.01 "
         "for a game that pays hundreds of points per event)")
@@ -206,13 +215,13 @@ class Config:
         "bootstrap past a death); --no-episode_life: only the game's end does. Play and movie always play "
         "whole games")
     max_episode_steps: int = setting(0,
-        "envs other than Atari and Procgen: cut each episode after this many agent steps, as a time limit "
-        "(training bootstraps from the value of its last observation; play and movie cut there too); 0 = "
-        "only the env's own limit")
+        "envs other than Atari and Procgen: cut each episode after this many agent steps, as a time limit; 0 = "
+        "only the env's own limit",
+        "Training bootstraps from the value of its last observation; play and movie cut there too.")
     norm_reward: bool = setting(False,
         "divide rewards by the standard deviation of the actors' running discounted returns (all ranks' "
-        "statistics), clipped to +-10, as baselines VecNormalize and the Procgen paper; off = raw "
-        "rewards (Atari clips their sign instead)")
+        "statistics), clipped to +-10; off = raw rewards",
+        "As baselines VecNormalize and the Procgen paper. Atari clips the rewards' sign instead (--clip_reward).")
     num_levels: int = setting(0,
         "Procgen: levels to train on, from --start_level; 0 = every level. --mode play and movie play the "
         "levels after them (unseen), or every level when 0")
@@ -225,9 +234,9 @@ class Config:
         "anneal the entropy coefficient c2 linearly with alpha, to 0 at the schedule's end, or keep it "
         "constant (the paper)")
     watchdog_timeout: float = setting(-1.0,
-        "train: seconds without a finished iteration (a lost host, a rank stuck in a collective) "
-        "after which every rank prints where it waited and ends the job (exit status 3); -1 = max(10 "
-        "x median iteration time, 300 s), 0 = off")
+        "train: seconds without a finished iteration after which every rank prints where it waited and ends "
+        "the job (exit status 3); -1 = max(10 x median iteration time, 300 s), 0 = off",
+        "It ends a job that a lost host or a rank stuck in a collective would hold up for ever.")
     env_restarts: int = setting(5,
         "train: times a rank may make an env anew when its step raises (an engine that died), in the run "
         "or in --env_restart_window iterations; one more stops the run (exit status 2); 0 = the first")
@@ -244,11 +253,12 @@ class Config:
         "torch.compile the training forward/backward (needs a C compiler at run time; falls back to "
         "eager with a notice if compiling fails)")
     precision: str = setting("fp32",
-        "the update's CNN torso: fp32, or bf16 (torch.autocast: its convolutions and hidden layer in "
-        "bfloat16 in the update's forward and backward, and in the pass that takes pi_old for it, so its "
-        "first ratio is exactly 1; heads, loss, Adam and the rollouts stay float32): faster on CPUs with "
-        "AVX512-BF16 or AMX and on GPUs; or auto: bf16 where every rank's device has it in hardware and the "
-        "policy has a CNN, else fp32 (config.json holds the choice); may differ on resume")
+        "the update's CNN torso: fp32, bf16 (torch.autocast; faster on CPUs with AVX512-BF16 or AMX and on "
+        "GPUs) or auto (bf16 where every rank's device has it); may differ on resume",
+        "bf16: the torso's convolutions and hidden layer in bfloat16 in the update's forward and backward, and "
+        "in the pass that takes pi_old for it, so its first ratio is exactly 1; heads, loss, Adam and the "
+        "rollouts stay float32. auto: bf16 where every rank's device has it in hardware and the policy has a "
+        "CNN, else fp32; config.json holds the choice.")
 
     # ------------------------------------------------------------------ derived
     @property
@@ -325,8 +335,18 @@ class Config:
             self._bad(name, "a finite number")
         return v
 
+    def _whole(self, name: str, valid: str, low: int = 0, high: float = math.inf) -> None:
+        """PPO1Error (`valid`: what would be) unless the setting `name` is an int from `low` to `high`."""
+        v = getattr(self, name)
+        if not isinstance(v, int) or not low <= v <= high:
+            self._bad(name, valid)
+
+    def _one_of(self, name: str, choices: tuple[str, ...]) -> None:
+        if getattr(self, name) not in choices:
+            self._bad(name, f"one of {', '.join(choices)}")
+
     def _validate_numbers(self) -> None:
-        bad, finite = self._bad, self._finite
+        bad, finite, whole = self._bad, self._finite, self._whole
         if not 0.0 < finite("gamma") <= 1.0:
             bad("gamma", "in (0, 1]")
         if not 0.0 <= finite("lam") <= 1.0:
@@ -343,12 +363,9 @@ class Config:
             bad("adam_epsilon", "> 0")
         for name in ("timesteps_per_actorbatch", "optim_epochs", "optim_batchsize", "envs_per_rank",
                      "save_interval", "sync_check_interval", "env_steps", "keep_checkpoints"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                bad(name, "a whole number >= 1")
-        if not isinstance(self.env_restarts, int) or self.env_restarts < 0:
-            bad("env_restarts", "a whole number >= 0")
-        if not isinstance(self.env_restart_window, int) or self.env_restart_window < 0:
-            bad("env_restart_window", "a whole number of iterations >= 0 (0 = the whole run)")
+            whole(name, "a whole number >= 1", low=1)
+        whole("env_restarts", "a whole number >= 0")
+        whole("env_restart_window", "a whole number of iterations >= 0 (0 = the whole run)")
         if self.envs_per_rank > MAX_ENVS_PER_RANK:
             bad("envs_per_rank", f"at most {MAX_ENVS_PER_RANK} (for more actors, run more ranks)")
         if self.optim_batchsize > self.timesteps_per_actorbatch:
@@ -360,10 +377,8 @@ class Config:
                 f"--optim_batchsize={self.optim_batchsize} is invalid with --adv_norm minibatch and "
                 f"--envs_per_rank={self.envs_per_rank}: a rank's minibatch must hold at least 2 samples to "
                 "standardise its advantages")
-        if not isinstance(self.rnn_size, int) or not 1 <= self.rnn_size <= 8192:
-            bad("rnn_size", "a whole number from 1 to 8192")
-        if not isinstance(self.bptt_len, int) or self.bptt_len < 0:
-            bad("bptt_len", "a whole number >= 0 (0 = automatic)")
+        whole("rnn_size", "a whole number from 1 to 8192", low=1, high=8192)
+        whole("bptt_len", "a whole number >= 0 (0 = automatic)")
         if self.bptt_len and self.timesteps_per_actorbatch % self.bptt_len:
             raise PPO1Error(f"--bptt_len={self.bptt_len} is invalid: must divide --timesteps_per_actorbatch="
                             f"{self.timesteps_per_actorbatch} (or 0: its largest divisor from {MIN_AUTO_BPTT} to "
@@ -380,71 +395,50 @@ class Config:
             bad("max_grad_norm", ">= 0 (0 = off)")
         if finite("target_kl") < 0.0:
             bad("target_kl", ">= 0 (0 = off)")
-        if not isinstance(self.lr_warmup, int) or self.lr_warmup < 0:
-            bad("lr_warmup", "a whole number >= 0 (0 = off)")
+        whole("lr_warmup", "a whole number >= 0 (0 = off)")
         for name in ("frame_skip", "frame_stack"):
-            if not isinstance(getattr(self, name), int) or not 1 <= getattr(self, name) <= 64:
-                bad(name, "a whole number from 1 to 64")
-        if not isinstance(self.frame_size, int) or not 0 <= self.frame_size <= 1024:
-            bad("frame_size", "a whole number from 0 (the env's own size) to 1024")
+            whole(name, "a whole number from 1 to 64", low=1, high=64)
+        whole("frame_size", "a whole number from 0 (the env's own size) to 1024", high=1024)
         if not finite("reward_scale") > 0.0:
             bad("reward_scale", "> 0")
-        if not isinstance(self.max_episode_steps, int) or self.max_episode_steps < 0:
-            bad("max_episode_steps", "a whole number >= 0 (0 = the env's own limit)")
+        whole("max_episode_steps", "a whole number >= 0 (0 = the env's own limit)")
         for name in ("num_levels", "start_level"):
-            if not isinstance(getattr(self, name), int) or not 0 <= getattr(self, name) < 2**31:
-                bad(name, "a whole number >= 0")
+            whole(name, "a whole number >= 0", high=2**31 - 1)
 
     def _validate_choices(self) -> None:
-        bad, finite = self._bad, self._finite
-        if self.init not in INITS:
-            bad("init", f"one of {', '.join(INITS)}")
-        if self.frame_norm not in FRAME_NORMS:
-            bad("frame_norm", f"one of {', '.join(FRAME_NORMS)}")
+        bad, finite, whole, one_of = self._bad, self._finite, self._whole, self._one_of
+        one_of("init", INITS)
+        one_of("frame_norm", FRAME_NORMS)
         if self.frame_norm != "scale" and self.model_type == "mlp":
             bad("frame_norm", "scale with --model_type mlp (its observations have their own running mean/std)")
-        if self.distribution_mode not in DISTRIBUTION_MODES:
-            bad("distribution_mode", f"one of {', '.join(DISTRIBUTION_MODES)}")
-        if self.clip_reward not in REWARD_CLIPS:
-            bad("clip_reward", f"one of {', '.join(REWARD_CLIPS)}")
-        if self.adv_norm not in ADV_NORMS:
-            bad("adv_norm", f"one of {', '.join(ADV_NORMS)}")
+        one_of("distribution_mode", DISTRIBUTION_MODES)
+        one_of("clip_reward", REWARD_CLIPS)
+        one_of("adv_norm", ADV_NORMS)
         if self.preset not in PRESETS and self.preset not in ("mujoco", "ppo_lstm", "procgen"):
             bad("preset", f"one of {', '.join(PRESETS)}, procgen")
         for f in dataclasses.fields(self):  # every on/off setting
             if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
                 bad(f.name, "true or false")
-        if self.model_type not in MODEL_TYPES:
-            bad("model_type", f"one of {', '.join(MODEL_TYPES)}")
-        if self.rnn not in RNN_CHOICES:
-            bad("rnn", f"one of {', '.join(RNN_CHOICES)}")
-        if self.rnn_critic not in RNN_CRITICS:
-            bad("rnn_critic", f"one of {', '.join(RNN_CRITICS)}")
+        one_of("model_type", MODEL_TYPES)
+        one_of("rnn", RNN_CHOICES)
+        one_of("rnn_critic", RNN_CRITICS)
         if self.rnn != "none" and self.compile:
             raise PPO1Error(f"--compile is not supported with --rnn {self.rnn}: leave one of them out")
-        if self.precision not in PRECISIONS:
-            bad("precision", f"one of {', '.join(PRECISIONS)}")
+        one_of("precision", PRECISIONS)
         if self.precision == "bf16" and self.model_type == "mlp":
             bad("precision", "fp32 with --model_type mlp (bf16 applies to the CNN torso)")
-        if not isinstance(self.seed, int) or self.seed < 0:
-            bad("seed", "a whole number >= 0")
-        if not isinstance(self.num_threads, int) or self.num_threads < 0:
-            bad("num_threads", "a whole number >= 0 (0 = automatic)")
-        if not isinstance(self.snapshot_interval, int) or self.snapshot_interval < 0:
-            bad("snapshot_interval", "a whole number >= 0 (0 = off)")
-        if not isinstance(self.eval_interval, int) or self.eval_interval < 0:
-            bad("eval_interval", "a whole number of iterations >= 0 (0 = off)")
-        if not isinstance(self.eval_episodes, int) or not 0 <= self.eval_episodes <= MAX_EPISODES:
-            bad("eval_episodes", f"a whole number from 1 to {MAX_EPISODES}")
+        whole("seed", "a whole number >= 0")
+        whole("num_threads", "a whole number >= 0 (0 = automatic)")
+        whole("snapshot_interval", "a whole number >= 0 (0 = off)")
+        whole("eval_interval", "a whole number of iterations >= 0 (0 = off)")
+        whole("eval_episodes", f"a whole number from 1 to {MAX_EPISODES}", high=MAX_EPISODES)
         if self.eval_interval and self.eval_episodes < 1:
             bad("eval_episodes", f"a whole number from 1 to {MAX_EPISODES} with --eval_interval "
                                  f"{self.eval_interval} (evaluation on)")
-        if not isinstance(self.eval_max_steps, int) or self.eval_max_steps < 1:
-            bad("eval_max_steps", "a whole number of agent steps >= 1")
-        if not isinstance(self.video_interval, int) or self.video_interval < 0:
-            bad("video_interval", "a whole number >= 0 (0 = no videos)")
-        if not isinstance(self.video_max_frames, int) or not 1 <= self.video_max_frames <= MAX_FRAMES:
-            bad("video_max_frames", f"a whole number from 1 to {MAX_FRAMES} (30 minutes at 60 fps)")
+        whole("eval_max_steps", "a whole number of agent steps >= 1", low=1)
+        whole("video_interval", "a whole number >= 0 (0 = no videos)")
+        whole("video_max_frames", f"a whole number from 1 to {MAX_FRAMES} (30 minutes at 60 fps)", low=1,
+              high=MAX_FRAMES)
         if finite("env_step_timeout") < 0:
             bad("env_step_timeout", "seconds >= 0 (0 = off)")
         for name in ("wandb_project", "wandb_entity"):  # characters W&B refuses in these names
@@ -578,6 +572,32 @@ def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
                             f"{env_name}")
         raise PPO1Error(f"--preset={name} is for {' and '.join(owners)}, not for {family.label} like {env_name}: "
                         f"use {' or '.join(family.presets)}")
+    _check_family_flags(given, family, env_name, recurrent)
+    if name == "procgen":
+        return {"preset": name, **PROCGEN_PRESET}
+    if name == "ppo_lstm":
+        return {"preset": name, **RECURRENT_VECTOR,
+                "envs_per_rank": -(-RECURRENT_VECTOR_ACTORS // max(1, n_ranks))}
+    if name == "mujoco":
+        return {"preset": name, **VECTOR_DEFAULTS}
+    if name not in PRESETS:  # a registered family's preset that ppo1 does not have
+        raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
+    values = {"preset": name, **PRESETS[name]}
+    if family.obs_vectors:  # a Dict's vector entries reach the network (off: a saved config.json without the field)
+        values["obs_vectors"] = True
+    values.update(package.defaults if package else {})  # as if its preset's
+    if name == "fast":
+        values["env_steps"] = fast_budget(env_name)
+        values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)
+        envs = given.get("envs_per_rank", values["envs_per_rank"])
+        horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
+                                                                   Config.timesteps_per_actorbatch))
+        values["optim_batchsize"] = fast_optim_batchsize(n_ranks * envs, horizon, envs)
+    return values
+
+
+def _check_family_flags(given: dict, family, env_name: str, recurrent: bool) -> None:
+    """Raise PPO1Error for a flag given (`given`) that the env's family (ppo1.envs.Family) does not take."""
     stack_with_rnn = family.frame_stack_with_rnn and recurrent  # memory instead of a stack: --frame_stack 1
     frame_flags = [f for f in FRAME_FLAGS if f in given and not (stack_with_rnn and f == "frame_stack")]
     if frame_flags and not family.frame_flags:
@@ -594,24 +614,3 @@ def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
     if given.get("max_episode_steps") and family.time_limit_why:
         raise PPO1Error(f"--max_episode_steps is for envs other than Atari and Procgen games, not {env_name} "
                         f"({family.time_limit_why})")
-    if name == "procgen":
-        return {"preset": name, **PROCGEN_PRESET}
-    if name == "ppo_lstm":
-        return {"preset": name, **RECURRENT_VECTOR,
-                "envs_per_rank": -(-RECURRENT_VECTOR_ACTORS // max(1, n_ranks))}
-    if name == "mujoco":
-        return {"preset": name, **VECTOR_DEFAULTS}
-    if name not in PRESETS:  # a registered family's preset that ppo1 does not have
-        raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
-    values = {"preset": name, **PRESETS[name]}
-    if family.obs_vectors:  # a Dict's vector entries reach the network (runs saved before that lack the field)
-        values["obs_vectors"] = True
-    values.update(package.defaults if package else {})  # as if its preset's
-    if name == "fast":
-        values["env_steps"] = fast_budget(env_name)
-        values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)
-        envs = given.get("envs_per_rank", values["envs_per_rank"])
-        horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
-                                                                   Config.timesteps_per_actorbatch))
-        values["optim_batchsize"] = fast_optim_batchsize(n_ranks * envs, horizon, envs)
-    return values

@@ -28,7 +28,7 @@ def mpi_environment(environ: dict) -> dict[str, str]:
     """Variables to set before the MPI library loads, given the environment `environ` (those it sets are kept).
 
     UCX_DEBUG_SIGNO=0: MPICH's UCX layer otherwise catches SIGHUP (its debug signal) as it loads, even
-    when the process was started with SIGHUP ignored (nohup): a hang-up then switched UCX's log level
+    when the process was started with SIGHUP ignored (nohup), and a hang-up then switches UCX's log level
     to DEBUG (some 240 lines at the exit) instead of stopping training or being ignored."""
     return {} if "UCX_DEBUG_SIGNO" in environ else {"UCX_DEBUG_SIGNO": "0"}
 
@@ -211,7 +211,7 @@ class Comm:
     def exit(self, code: int) -> None:
         """End this rank now with `code` after a clean MPI_Finalize, skipping the interpreter's own
         shutdown: that shutdown puts SIGINT/SIGTERM back to the default action, so a second signal
-        arriving then killed the rank without a word (exit 15). Everything must be written and closed."""
+        arriving then would kill the rank without a word (exit 15). Everything must be written and closed."""
         flush_console()
         if self._comm is not None:
             from mpi4py import MPI

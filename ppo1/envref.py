@@ -17,7 +17,7 @@ import inspect
 import json
 from typing import Any, Callable
 
-from ppo1 import PPO1Error
+from ppo1 import PPO1Error, error_line, first_line
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,12 +88,6 @@ def import_package(name: str, gym_id: str, packages: tuple[Package, ...] = PACKA
     except ImportError as e:
         raise PPO1Error(f"--env_name={name!r} needs the {package.extra!r} package, which cannot be imported "
                         f"({first_line(e)}): pip install 'ppo1[{package.extra}]'") from None
-
-
-def first_line(text: str, limit: int = 300) -> str:
-    """The first line of `text`, at most `limit` characters (an exception's message in a one-line error)."""
-    lines = str(text).strip().splitlines()
-    return (lines[0] if lines else "")[:limit]
 
 
 def parse_env_kwargs(text: str) -> dict[str, Any]:
@@ -197,7 +191,7 @@ def resolve(name: str, env_kwargs: str = "{}") -> EnvRef:
         extra = missing_extra(e)
         hint = f" (pip install 'ppo1[{extra}]')" if extra else ""
         raise PPO1Error(f"--env_name={name!r}: module {module_name!r} cannot be imported: "
-                        f"{type(e).__name__}: {first_line(e)}{hint}") from None
+                        f"{error_line(e)}{hint}") from None
     import_package(name, attr)  # `vizdoom:VizdoomBasic-v1`: the ids register in vizdoom.gymnasium_wrapper
     try:
         gymnasium.spec(attr)  # registered by the module (or before it)

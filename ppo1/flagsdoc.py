@@ -1,4 +1,5 @@
-"""docs/flags.md, made from the parser that --help prints: every flag with its default and help, by section.
+"""docs/flags.md, made from the parser that --help prints: every flag with its default and help, by section,
+and the details of a Config field that --help leaves out (its metadata's `details`).
 
     python -m ppo1.flagsdoc            # rewrite docs/flags.md
     python -m ppo1.flagsdoc --check    # exit 1 when docs/flags.md is out of date (tests/test_docs.py)
@@ -6,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 
@@ -23,14 +25,16 @@ def _default(action: argparse.Action) -> str:
 def render() -> str:
     """The markdown of docs/flags.md."""
     from ppo1.cli import build_parser
+    from ppo1.config import Config
 
     parser = build_parser()
+    details = {f.name: f.metadata.get("details", "") for f in dataclasses.fields(Config)}
     lines = ["# Flags", "",
              "Every flag of `python -m run_atari`, by the sections of `--help`, with its default and help. "
              "Made by `python -m ppo1.flagsdoc` from the parser itself (a test fails when this page is out "
              "of date). Config fields (all but `--mode`, `--np`, `--fresh`, `--stop_after_iterations` and "
              "the play / movie / plot flags) are saved in each run's config.json; a resumed run reads them "
-             "from there.", ""]
+             "from there. Details that `--help` leaves out follow a flag's help on a line of their own.", ""]
     for group in parser._action_groups:
         actions = [a for a in group._group_actions if a.option_strings and a.dest != "help"]
         if not actions:
@@ -40,7 +44,8 @@ def render() -> str:
             flag = " / ".join(f"`{o}`" for o in a.option_strings)
             if a.choices:
                 flag += " {" + ", ".join(str(c) for c in a.choices) + "}"
-            text = (a.help or "").replace("%%", "%").replace("\n", "<br>").replace("|", "\\|")
+            text = "\n".join(t for t in (a.help, details.get(a.dest)) if t)
+            text = text.replace("%%", "%").replace("\n", "<br>").replace("|", "\\|")
             lines.append(f"| {flag} | {_default(a)} | {text} |")
         lines.append("")
     return "\n".join(lines)

@@ -161,16 +161,7 @@ def run_launcher(cmd: list[str]) -> int:
     passed on as they are, a hang-up as SIGTERM (exit 129); a second Ctrl-C makes the ranks exit at once with
     their one line, and this process exits 130 without mpirun's report of it. Where no rank is found here,
     the signal goes to mpirun."""
-    import threading
-    # stdin=/dev/null: mpirun forwards its stdin to rank 0 and reads it ahead, eating what the caller's later
-    # commands would read (`while read x; do python -m run_atari --np 2 ...; done`); no mode reads stdin
-    child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             process_group=0, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
-    muted = threading.Event()
-    relays = [threading.Thread(target=_relay, args=(pipe.fileno(), fd, muted), daemon=True)
-              for pipe, fd in ((child.stdout, 1), (child.stderr, 2))]
-    for relay in relays:
-        relay.start()
+    child, relays, muted = _start_mpirun(cmd)
     hung_up, interrupts = [], []
 
     def deliver(signum: int) -> None:
@@ -212,14 +203,30 @@ def run_launcher(cmd: list[str]) -> int:
     return 128 - code if code < 0 else code  # mpirun killed by a signal: 128 + its number
 
 
+def _start_mpirun(cmd: list[str]) -> tuple:
+    """mpirun (`cmd`) as a child, in a process group of its own with SIGHUP ignored, and the threads that relay
+    its stdout and stderr through this process. Returns (the child, the relay threads, the Event that mutes them)."""
+    import threading
+    # stdin=/dev/null: mpirun forwards its stdin to rank 0 and reads it ahead, eating what the caller's later
+    # commands would read (`while read x; do python -m run_atari --np 2 ...; done`); no mode reads stdin
+    child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             process_group=0, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    muted = threading.Event()
+    relays = [threading.Thread(target=_relay, args=(pipe.fileno(), fd, muted), daemon=True)
+              for pipe, fd in ((child.stdout, 1), (child.stderr, 2))]
+    for relay in relays:
+        relay.start()
+    return child, relays, muted
+
+
 def wait_for_launcher_to_read(fds: tuple[int, ...] = (1, 2), timeout: float = 2.0) -> bool:
     """Wait until the launcher has read what this process wrote to `fds` (pipes: mpich's hydra proxy),
     at most `timeout` s. True when every pipe is empty (or none is a pipe).
 
     Before MPI_Abort: the proxy forwards a rank's output and its abort request upstream in the
     order it reads them, and mpiexec may exit on the abort before it writes output that came
-    after it; when the proxy read both in the same poll, the abort went first and the rank's last
-    lines (its one-line error) were lost. An empty pipe means the proxy has read, and so forwarded,
+    after it; when the proxy reads both in the same poll, the abort goes first and the rank's last
+    lines (its one-line error) are lost. An empty pipe means the proxy has read, and so forwarded,
     them before the abort request is sent."""
     pipes = []
     for fd in fds:
@@ -266,9 +273,9 @@ def say_interrupted_while_starting() -> None:
 class HeldInterrupt:
     """Hold Ctrl-C (SIGINT) while a rank starts: `pending` tells whether one came.
 
-    Two ways a Ctrl-C while starting went wrong: torch's and ale_py's imports run Python code from
-    C++ (pybind11), and a KeyboardInterrupt raised there ended the rank in std::terminate (SIGABRT,
-    exit 6); and a rank that exited before MPI_Init left the others waiting in MPI_Init for ever
+    Two ways a Ctrl-C while starting goes wrong unheld: torch's and ale_py's imports run Python code from
+    C++ (pybind11), and a KeyboardInterrupt raised there ends the rank in std::terminate (SIGABRT,
+    exit 6); and a rank that exits before MPI_Init leaves the others waiting in MPI_Init for ever
     (hydra does not end the job for a process that never started MPI). Held through the imports
     and MPI_Init (from run_atari's first line), the interrupt is acted on by every rank together
     (cli.main). A second Ctrl-C exits at once (130) with one line from rank 0."""

@@ -220,7 +220,7 @@ def upgrade_header(path: str, columns: tuple[str, ...], warn: Callable[[str], No
         with open(path, newline="", encoding="utf-8") as f:
             rows = list(csv.reader(f))
     except (OSError, UnicodeDecodeError, csv.Error):
-        return False  # none yet (the usual case), or not ours to fix: appends go on as before
+        return False  # none yet (the usual case), or not ours to fix: it stays as it is and appends go on
     if not rows or not (len(rows[0]) < len(columns) and tuple(rows[0]) == columns[:len(rows[0])]):
         return False
     pad = [""] * (len(columns) - len(rows[0]))

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ppo1 import PPO1Error
+from ppo1 import PPO1Error, error_line
 from ppo1.config import Config
 from ppo1.distributed import Comm, say_line
 from ppo1.envs import EnvOptions, Episode, families, make_eval_env
@@ -106,7 +106,7 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
     except PPO1Error as e:
         error = e
     except Exception as e:  # e.g. no window could be opened for --render
-        error = PPO1Error(f"cannot start {cfg.env_name}: {type(e).__name__}: {e}".splitlines()[0])
+        error = PPO1Error(f"cannot start {cfg.env_name}: {error_line(e)}")
     comm.agree(error)
 
     numbers = iter(mine)

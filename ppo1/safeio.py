@@ -17,7 +17,7 @@ import os
 import tempfile
 from typing import Callable
 
-from ppo1 import PPO1Error
+from ppo1 import PPO1Error, error_line
 
 _PLAIN = {
     errno.ENOSPC: "disk full",
@@ -53,7 +53,7 @@ def cause(e: BaseException) -> str:
             return f"{words} ({errno.errorcode[code]})"
     if isinstance(n, int) and n:
         return f"{os.strerror(n)} ({errno.errorcode.get(n, n)})"
-    return (f"{type(e).__name__}: {text}".splitlines() or [type(e).__name__])[0][:300]
+    return error_line(e)
 
 
 def ensure_writable_dir(path: str, what: str) -> None:

@@ -1,6 +1,6 @@
 """Training (baselines' pposgd_simple.learn) as a Trainer: set-up, resume, then per iteration
 collect -> advantages -> update -> record -> maybe_save (the PPO paper's Algorithm 1), with stop
-requests (signals) and a watchdog beside the loop."""
+requests (ppo1.stops) and a watchdog (ppo1.watchdog) beside the loop."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +13,7 @@ import cv2
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error, checkpoint, runlock
+from ppo1 import PPO1Error, checkpoint, error_line, runlock
 from ppo1 import device as devices
 from ppo1.actions import action_nvec
 from ppo1.advantages import RewardNormalizer, gae, shape_rewards
@@ -22,14 +22,15 @@ from ppo1.checkpoint import ModelIO, RankState, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, Spares, make_vec_env
-from ppo1.envs.calls import STUCK, CallTimer
+from ppo1.envs.calls import CallTimer
 from ppo1.evaluation import Evaluation
-from ppo1.launch import kill_descendants
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.policies import build
+from ppo1.restarts import EnvRestarts
 from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, linear_alpha, update, warmup_factor
 from ppo1.rollout import Segment, make_collector
+from ppo1.stops import StopRequest
 from ppo1.video import TrainingVideo
 from ppo1.wandb_log import WandbLog, require as require_wandb
 from ppo1.watchdog import Watchdog
@@ -47,93 +48,6 @@ def configure_threads(config: Config, comm: Comm, log=print) -> int:
     return n
 
 
-def stop_signals(disposition=signal.getsignal) -> tuple[signal.Signals, ...]:
-    """The signals that stop training: SIGINT, SIGTERM and SIGHUP (a hang-up: the terminal or the SSH
-    session closed, or `kill -HUP`), less SIGHUP when `disposition` says it is ignored (started under
-    `nohup`: it stays ignored). Python's getsignal reports the dispositions the process started with,
-    whatever a C library installed since."""
-    return tuple(s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-                 if s != signal.SIGHUP or disposition(s) is not signal.SIG_IGN)
-
-
-def say(line: str) -> None:
-    """`line` on stderr in one write, safe in a signal handler; a stderr that is gone (a closed terminal:
-    EIO, a closed pipe: EPIPE) is skipped."""
-    try:
-        os.write(2, (line + "\n").encode())
-    except OSError:
-        pass
-
-
-def stop_line(name: str, slot: tuple | None, now: float, rank: int = 0, quiet: bool = False) -> str | None:
-    """The line a first SIGINT or SIGTERM (`name`) prints at once: that the rank waits for an env's call that has
-    run for STUCK s or more (`slot`: VecEnv.calling; `now` on its clock), else (rank 0 only, not `quiet`) that
-    the run stops after this iteration with a checkpoint; and what a second one does. None: nothing to say."""
-    second = "a second Ctrl-C (or SIGTERM) exits at once without a new checkpoint"
-    if slot is not None and now - slot[2] >= STUCK:
-        return (f"ppo1: {name}: rank {rank} waits for env {slot[0]}'s {slot[1]} (running for {now - slot[2]:.0f} s); "
-                f"it stops after this iteration with a checkpoint once that returns; {second}")
-    return None if quiet else f"ppo1: {name}: stopping after this iteration with a checkpoint; {second}"
-
-
-class StopRequest:
-    """SIGINT/SIGTERM/SIGHUP (see stop_signals): finish the current iteration, checkpoint, exit 128 + its
-    number. The first SIGINT or SIGTERM says so at once (stop_line), a second exits at once; a SIGHUP never
-    does either (a hang-up may come twice, from the shell and from the kernel as the shell exits, and must not
-    cut the stop's checkpoint short; its terminal is gone)."""
-
-    def __init__(self, quiet: bool = False, run_dir: str = "", rank: int = 0, calling=None):
-        """calling(): the rank's env call under way (VecEnv.calling) or None, for the first signal's line."""
-        self.signum = 0
-        self.quiet = quiet  # ranks other than 0 exit without a word (unless an env call holds them up)
-        self.run_dir = run_dir  # where a checkpoint of an earlier iteration may lie
-        self.rank = rank
-        self.calling = calling or (lambda: None)
-        self.saved = False  # the stop's checkpoint is written (the loop has ended for the signal)
-        self._previous: dict = {}
-
-    def __enter__(self) -> "StopRequest":
-        for s in stop_signals():
-            self._previous[s] = signal.signal(s, self._handle)
-        return self
-
-    def __exit__(self, exc_type, *exc) -> None:
-        if self.signum and exc_type is None:
-            # The loop stopped for the signal and its checkpoint is written. Keep the handler: a second
-            # signal while the run winds down must still exit at once, not die of the default action.
-            self.saved = True
-            return
-        for s, handler in self._previous.items():
-            signal.signal(s, handler)
-
-    def _handle(self, signum, frame) -> None:
-        if self.signum and signum == signal.SIGHUP:  # a hang-up repeated, or after a stop: the stop goes on
-            return
-        if self.signum:  # the second: exit now, one line, no traceback (a save cut short leaves only a temp file)
-            if not self.quiet:
-                what = ("; the checkpoint of this stop is written" if self.saved else
-                        " without a checkpoint; the newest one on disk is intact"
-                        if os.path.lexists(os.path.join(self.run_dir, checkpoint.LATEST)) else
-                        " without a checkpoint; none was written yet")
-                say(f"ppo1: second {signal.Signals(signum).name}: exiting now{what}")
-            kill_descendants()  # the envs are not closed on this path: no engine outlives the rank
-            os._exit(128 + signum)
-        self.signum = signum
-        if signum != signal.SIGHUP:
-            line = stop_line(signal.Signals(signum).name, self.calling(), time.monotonic(), self.rank, self.quiet)
-            if line:
-                say(line)
-
-    def agreed(self, signums: list[int]) -> int:
-        """The signal a rank has received (the highest number when several did), 0 if none, from every rank's
-        `signum` gathered (Trainer.stop_reason), so all ranks stop after the same iteration. A rank that stops
-        for another rank's signal counts it as its own: a signal after this one exits at once."""
-        agreed = max(signums)
-        if agreed and not self.signum:
-            self.signum = agreed
-        return agreed
-
-
 class Trainer:
     """One training run on this rank: `run()` = setup(), resume(), the loop, finish()."""
 
@@ -144,8 +58,7 @@ class Trainer:
         self.profile = comm.profile  # env, inference, update and comm (allreduce) seconds of this rank
         self.exit_code, self.reason = 0, "done"
         self.rnn_state = None  # --rnn: the envs' states restored from a checkpoint with their games (None: zeros)
-        self.restarts_said = 0  # the envs' restarts (VecEnv.restarts) warned of so far
-        self.restart_iterations: list[int] = []  # the iteration of each env restart on this rank, resumes included
+        self.restarts = EnvRestarts(config.env_restarts, config.env_restart_window, comm.rank, config.run_dir)
         self.calls = CallTimer(config.env_step_timeout, comm.rank)  # --env_step_timeout; setup gives it the envs
         self.evaluation: Evaluation | None = None  # --eval_interval: this rank's evaluation envs
         self.best: dict | None = None  # rank 0: best.pt's evaluation record (score, iteration), None before one
@@ -183,6 +96,8 @@ class Trainer:
                 seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
                                                   cfg.gamma, cfg.lam, seg.cut_values)  # GAE(lambda), TD(lambda)
                 stats = self.update(seg, hp)                                     # epochs x minibatches
+                self.state.iteration += 1                                        # counted: what follows sees it
+                self.state.timesteps += self.steps_per_iter
                 self.evaluate()                                                  # --eval_interval, best.pt
                 reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
                 self.record(seg, stats, hp)                                      # progress.csv, console, TB
@@ -293,8 +208,7 @@ class Trainer:
             if saved is not None:
                 obs = self._restore(saved, obs)
         except Exception as e:
-            error = PPO1Error(f"checkpoint {path} does not fit this run and cannot be restored: "
-                              f"{type(e).__name__}: {e}".splitlines()[0][:400])
+            error = PPO1Error(f"checkpoint {path} does not fit this run and cannot be restored: {error_line(e)}")
         comm.agree(error)
         comm.broadcast_parameters(self.policy)
         comm.check_synced(self.policy)
@@ -313,7 +227,7 @@ class Trainer:
         if saved.n_ranks == self.comm.size:
             mine = saved.rank(self.comm.rank)
             restored = mine.restore(self.rng, self.venv, self.device)
-            self.restart_iterations = list(mine.restarts or [])
+            self.restarts.iterations = list(mine.restarts or [])
             made = list(mine.env_made or [0] * k)
             if restored is not None:  # the games go on: so do their recurrent states and running returns
                 self.venv.made = made
@@ -325,7 +239,7 @@ class Trainer:
         self.log(f"ppo1: the checkpoint ran on {saved.n_ranks} ranks, this run on {self.comm.size} (same "
                  f"{self.n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
         ranks = [saved.rank(r) for r in range(saved.n_ranks)]  # no seed of the earlier ranks' envs again:
-        self.restart_iterations = max((list(r.restarts or []) for r in ranks), key=len)  # past every place's count
+        self.restarts.iterations = max((list(r.restarts or []) for r in ranks), key=len)  # past every place's count
         return self.venv.renew([max(m for r in ranks for m in (r.env_made or [0]))] * k)
 
     def _open_logs(self, obs: np.ndarray) -> None:
@@ -363,59 +277,35 @@ class Trainer:
         its own: its traceback into the run directory) is one PPO1Error naming the iteration, raised before
         anything of it is used: the newest checkpoint stays the last good one."""
         iteration = self.state.iteration + 1
-        self.venv.allowed = self.config.env_restarts - len(self.recent_restarts(iteration))
+        self.venv.allowed = self.restarts.allowed(iteration)
         try:
             seg = self.collector.collect()
         except (EnvDataError, EnvCrash) as e:
             self.venv.calling = None  # the call that raised is over
-            where = f"training stopped in iteration {iteration}: {e}"
-            if isinstance(e, EnvCrash) and e.restartable and not e.ours and self.config.env_restarts:
-                where += f", one more than --env_restarts {self.config.env_restarts} allows {self.restart_span}"
-            if isinstance(e, EnvCrash) and self.keep_trace(e.trace):
-                where += f" (traceback in {self.trace_path})"
-            raise PPO1Error(f"{where}; nothing of this iteration was used, the newest checkpoint on disk is the "
-                            "last good one") from None
-        restarts = self.venv.restarts
-        for n in range(self.restarts_said, len(restarts)):  # an env made anew: a warning on the rank, its trace kept
-            r = restarts[n]
-            self.restart_iterations.append(iteration)
-            kept = f"; traceback in {self.trace_path}" if self.keep_trace(r.trace) else ""
-            say(f"ppo1: warning: rank {self.comm.rank}, iteration {iteration}: env {r.index} raised {r.error}; made "
-                f"it anew ({len(self.recent_restarts(iteration))} of --env_restarts {self.config.env_restarts} "
-                f"{self.restart_span}), its episode counted as cut{kept}")
-        self.restarts_said = len(restarts)
-        self.restart_iterations = self.recent_restarts(iteration)  # with a window, only what still counts
+            raise self.restarts.error(e, iteration) from None
+        self.restarts.note(self.venv.restarts, iteration)  # an env made anew: a warning on the rank, its trace kept
         return seg
 
+    # this rank's env restarts as the Trainer shows them (tests/test_env_restarts.py reads them here)
+    @property
+    def restart_iterations(self) -> list[int]:
+        """The iteration of each env restart on this rank that still counts (EnvRestarts.iterations)."""
+        return self.restarts.iterations
+
+    @restart_iterations.setter
+    def restart_iterations(self, iterations: list[int]) -> None:
+        self.restarts.iterations = iterations
+
     def recent_restarts(self, iteration: int) -> list[int]:
-        """The iterations of this rank's env restarts that count against --env_restarts in `iteration`: all of the
-        run's (resumes included), or those of the last --env_restart_window iterations."""
-        window = self.config.env_restart_window
-        return [i for i in self.restart_iterations if not window or i > iteration - window]
+        return self.restarts.recent(iteration)
 
     @property
     def restart_span(self) -> str:
-        """Where --env_restarts counts, in words."""
-        window = self.config.env_restart_window
-        return (f"in {window} iterations" if window else "in the run") + f" on rank {self.comm.rank}"
-
-    @property
-    def trace_path(self) -> str:
-        return os.path.join(self.config.run_dir, f"env-error-rank{self.comm.rank}.txt")
-
-    def keep_trace(self, trace: str) -> bool:
-        """Append an env's traceback to this rank's env-error-rank<r>.txt. Returns whether it was written."""
-        try:
-            with open(self.trace_path, "a", encoding="utf-8") as f:
-                f.write(trace + "\n")
-            return True
-        except OSError:
-            return False
+        return self.restarts.span
 
     def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
         """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch.
-        Counts the iteration. Returns this rank's statistics: the update's means and the value
-        function's explained variance."""
+        Returns this rank's statistics: the update's means and the value function's explained variance."""
         self.wd.phase = "observation statistics allreduce"
         moved = self.policy.observe(seg.obs, self.comm.sum)  # baselines: before the epochs
         self.wd.phase = "gradient allreduce"
@@ -432,8 +322,6 @@ class Trainer:
                                 "try a smaller --optim_stepsize or a larger minibatch")
                 err.all_ranks = True
                 raise err from None
-        self.state.iteration += 1
-        self.state.timesteps += self.steps_per_iter
         stats["explained_variance"] = explained_variance(seg.values.reshape(-1), seg.returns.reshape(-1))
         return stats
 
@@ -545,7 +433,7 @@ class Trainer:
         self.wd.phase = "checkpoint gather"
         norm = self.reward_norm  # --norm_reward: its statistics (rank 0's = every rank's) and each rank's returns
         ranks = comm.gather(RankState.capture(self.rng, self.venv, self.device, None if norm is None else norm.ret,
-                                              self.collector.memory, self.restart_iterations).to_dict())
+                                              self.collector.memory, self.restarts.iterations).to_dict())
         problem = None
         if comm.is_root:
             snapshot = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()),

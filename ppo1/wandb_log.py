@@ -30,7 +30,7 @@ import string
 from typing import Callable, Iterable
 from urllib.parse import urlparse
 
-from ppo1 import PPO1Error
+from ppo1 import PPO1Error, error_line
 from ppo1.config import Config
 
 INSTALL = "pip install -e '.[wandb]'"
@@ -44,7 +44,7 @@ def require() -> None:
     try:
         import wandb  # noqa: F401
     except Exception as e:  # ImportError, or a broken install failing in its own imports
-        why = f"{type(e).__name__}: {e}".splitlines()[0][:200]
+        why = error_line(e, 200)
         raise PPO1Error(f"--wandb needs the wandb package, which does not import here ({why}): {INSTALL}, or train without it: --no-wandb") from None
 
 
@@ -71,11 +71,6 @@ def start_mode(environ=os.environ) -> str | None:
 def new_run_id() -> str:
     """A new W&B run id: 8 random lower-case letters and digits, as W&B's own."""
     return "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(8))
-
-
-def _line(e: BaseException) -> str:
-    """An exception as one short line."""
-    return (f"{type(e).__name__}: {e}".strip().splitlines() or [type(e).__name__])[0][:300]
 
 
 def _number(value) -> bool:
@@ -114,13 +109,13 @@ class WandbLog:
             run = wandb.init(mode=mode, settings=settings, **kwargs)
         except Exception as e:
             if mode != "online":
-                return cls._failed(f"W&B not started ({_line(e)})", warn)
+                return cls._failed(f"W&B not started ({error_line(e)})", warn)
             cls._teardown()  # whatever the failed start left running
-            warn(f"ppo1: warning: W&B did not start online ({_line(e)}); logging offline instead")
+            warn(f"ppo1: warning: W&B did not start online ({error_line(e)}); logging offline instead")
             try:
                 run = wandb.init(mode="offline", settings=settings, **kwargs)
             except Exception as e:
-                return cls._failed(f"W&B not started offline either ({_line(e)})", warn)
+                return cls._failed(f"W&B not started offline either ({error_line(e)})", warn)
         log = cls(run, warn)
         try:
             run.define_metric("timesteps")  # the agent steps: the x axis of every key
@@ -152,7 +147,7 @@ class WandbLog:
     def _fail(self, e: BaseException) -> None:
         """A W&B call failed: one warning, then the run is ended as failed and W&B left alone for the rest."""
         run, self.run = self.run, None
-        self.warn(f"ppo1: warning: W&B logging failed ({_line(e)}); training continues without W&B")
+        self.warn(f"ppo1: warning: W&B logging failed ({error_line(e)}); training continues without W&B")
         try:
             run.finish(exit_code=1)
         except Exception:
@@ -211,6 +206,6 @@ class WandbLog:
             try:
                 run.finish(exit_code=exit_code)
             except Exception as e:
-                self.warn(f"ppo1: warning: W&B run not finished cleanly ({_line(e)}); its files stay in "
+                self.warn(f"ppo1: warning: W&B run not finished cleanly ({error_line(e)}); its files stay in "
                           f"{os.path.dirname(run.settings.sync_dir)}")
         self._teardown()

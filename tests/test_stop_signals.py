@@ -16,7 +16,7 @@ import torch
 from childenv import engines
 from conftest import REPO, mpirun_command
 from ppo1.launch import descendants
-from ppo1.train import StopRequest
+from ppo1.stops import StopRequest
 
 SECOND = "a second Ctrl-C (or SIGTERM) exits at once without a new checkpoint"
 

@@ -1,0 +1,72 @@
+"""One rank's env restarts during training: which of them count against --env_restarts (the whole run's, or
+those of the last --env_restart_window iterations), the warning each one prints, the error that ends training
+when an env fails beyond them, and the env tracebacks kept in the run directory (env-error-rank<r>.txt)."""
+from __future__ import annotations
+
+import os
+
+from ppo1 import PPO1Error
+from ppo1.envs import EnvCrash
+from ppo1.stops import say
+
+
+class EnvRestarts:
+    """The env restarts of rank `rank` in the iterations of a run (resumes included); `iterations` is what a
+    checkpoint keeps of them (RankState.restarts)."""
+
+    def __init__(self, limit: int, window: int, rank: int, run_dir: str):
+        """limit: --env_restarts; window: --env_restart_window (0: the whole run)."""
+        self.limit, self.window, self.rank, self.run_dir = limit, window, rank, run_dir
+        self.iterations: list[int] = []  # the iteration of each env restart on this rank, resumes included
+        self.said = 0  # the envs' restarts (VecEnv.restarts) warned of so far
+
+    def recent(self, iteration: int) -> list[int]:
+        """The iterations of this rank's env restarts that count against --env_restarts in `iteration`: all of the
+        run's (resumes included), or those of the last --env_restart_window iterations."""
+        return [i for i in self.iterations if not self.window or i > iteration - self.window]
+
+    def allowed(self, iteration: int) -> int:
+        """How many more restarts --env_restarts allows in `iteration` (VecEnv.allowed)."""
+        return self.limit - len(self.recent(iteration))
+
+    @property
+    def span(self) -> str:
+        """Where --env_restarts counts, in words."""
+        return (f"in {self.window} iterations" if self.window else "in the run") + f" on rank {self.rank}"
+
+    @property
+    def trace_path(self) -> str:
+        return os.path.join(self.run_dir, f"env-error-rank{self.rank}.txt")
+
+    def keep_trace(self, trace: str) -> bool:
+        """Append an env's traceback to this rank's env-error-rank<r>.txt. Returns whether it was written."""
+        try:
+            with open(self.trace_path, "a", encoding="utf-8") as f:
+                f.write(trace + "\n")
+            return True
+        except OSError:
+            return False
+
+    def error(self, e: Exception, iteration: int) -> PPO1Error:
+        """The error that ends training for `e` (EnvDataError or EnvCrash) in `iteration`, naming the restarts it
+        went past and where an env's own traceback is kept."""
+        where = f"training stopped in iteration {iteration}: {e}"
+        if isinstance(e, EnvCrash) and e.restartable and not e.ours and self.limit:
+            where += f", one more than --env_restarts {self.limit} allows {self.span}"
+        if isinstance(e, EnvCrash) and self.keep_trace(e.trace):
+            where += f" (traceback in {self.trace_path})"
+        return PPO1Error(f"{where}; nothing of this iteration was used, the newest checkpoint on disk is the "
+                         "last good one")
+
+    def note(self, restarts: list, iteration: int) -> None:
+        """Count the envs' restarts (VecEnv.restarts) made in `iteration` since the last call, each with a warning
+        on the rank and its traceback kept; then keep only the restarts that still count."""
+        for n in range(self.said, len(restarts)):
+            r = restarts[n]
+            self.iterations.append(iteration)
+            kept = f"; traceback in {self.trace_path}" if self.keep_trace(r.trace) else ""
+            say(f"ppo1: warning: rank {self.rank}, iteration {iteration}: env {r.index} raised {r.error}; made "
+                f"it anew ({len(self.recent(iteration))} of --env_restarts {self.limit} "
+                f"{self.span}), its episode counted as cut{kept}")
+        self.said = len(restarts)
+        self.iterations = self.recent(iteration)  # with a window, only what still counts
