@@ -213,7 +213,7 @@ class RankState:
     envs: Any                          # VecEnv.get_state(): emulator states, frame stacks, episode counters
     cuda_rng: torch.Tensor | None = None  # the CUDA generator where actions are sampled on a GPU
     reward_ret: torch.Tensor | None = None  # --norm_reward: the rank's running discounted returns (k,)
-    rnn_state: torch.Tensor | None = None  # --rnn: the policy's state of each env (k, state_size), on the CPU
+    rnn_state: torch.Tensor | None = None  # --rnn: the policy's memory of each env (k, memory_size), on the CPU
     env_made: list[int] | None = None  # VecEnv.made: envs made before the current one in each place
     restarts: list[int] | None = None  # the iterations in which this rank made an env anew (--env_restarts)
 

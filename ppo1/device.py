@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error
+from ppo1 import PPO1Error, error_line
 from ppo1.adam import Adam
 
 DEVICE_KINDS = ("auto", "cpu", "cuda", "cuda:N")
@@ -240,8 +240,7 @@ def _root_cause(e: BaseException) -> str:
         if not isinstance(inner, BaseException) or inner is e:
             break
         e = inner
-    first = (str(e).strip().splitlines() or [""])[0]
-    return f"{type(e).__name__}: {first[:200]}" if first else type(e).__name__
+    return error_line(e, 200)
 
 
 def bf16_capable(device: torch.device, cpuinfo: str = "/proc/cpuinfo") -> bool:

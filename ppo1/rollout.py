@@ -275,7 +275,7 @@ class Collector:
             obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
         except PPO1Error:  # an env that crashed (EnvCrash), its data (EnvDataError), or a family's own line
             raise
-        except Exception as e:  # ppo1's own code: one line, its traceback kept (Trainer.collect)
+        except Exception as e:  # ppo1's own code: one line, its traceback kept (EnvRestarts)
             raise EnvCrash(e, traceback.format_exc(), ours=True) from None
         self.obs[:] = obs
         seg.episodes.extend(episodes)

@@ -286,23 +286,6 @@ class Trainer:
         self.restarts.note(self.venv.restarts, iteration)  # an env made anew: a warning on the rank, its trace kept
         return seg
 
-    # this rank's env restarts as the Trainer shows them (tests/test_env_restarts.py reads them here)
-    @property
-    def restart_iterations(self) -> list[int]:
-        """The iteration of each env restart on this rank that still counts (EnvRestarts.iterations)."""
-        return self.restarts.iterations
-
-    @restart_iterations.setter
-    def restart_iterations(self, iterations: list[int]) -> None:
-        self.restarts.iterations = iterations
-
-    def recent_restarts(self, iteration: int) -> list[int]:
-        return self.restarts.recent(iteration)
-
-    @property
-    def restart_span(self) -> str:
-        return self.restarts.span
-
     def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
         """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch.
         Returns this rank's statistics: the update's means and the value function's explained variance."""

@@ -193,9 +193,10 @@ def test_env_restart_window_counts_only_the_restarts_of_its_last_iterations():
     whole = Trainer(Config.for_preset(env_name="CartPole-v1", env_restarts=2), Comm())
     window = Trainer(Config.for_preset(env_name="CartPole-v1", env_restarts=2, env_restart_window=100), Comm())
     for trainer in (whole, window):
-        trainer.restart_iterations = [5, 150, 240]
-    assert whole.recent_restarts(300) == [5, 150, 240] and whole.restart_span == "in the run on rank 0"
-    assert window.recent_restarts(300) == [240] and window.restart_span == "in 100 iterations on rank 0"
-    assert window.recent_restarts(249) == [150, 240]  # iterations 150..249, the current one's included
+        trainer.restarts.iterations = [5, 150, 240]
+    whole, window = whole.restarts, window.restarts
+    assert whole.recent(300) == [5, 150, 240] and whole.span == "in the run on rank 0"
+    assert window.recent(300) == [240] and window.span == "in 100 iterations on rank 0"
+    assert window.recent(249) == [150, 240]  # iterations 150..249, the current one's included
     with pytest.raises(PPO1Error, match="^--env_restart_window=-1 is invalid: must be a whole number of iterations"):
         Config.for_preset(env_name="CartPole-v1", env_restart_window=-1)

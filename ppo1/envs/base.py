@@ -10,7 +10,7 @@ import traceback
 
 import numpy as np
 
-from ppo1 import PPO1Error
+from ppo1 import PPO1Error, error_line
 from ppo1.envs.children import recording, shielded
 
 
@@ -47,18 +47,12 @@ class EnvDataError(PPO1Error):
     another shape or dtype than its space declares (its bounds are not checked: many envs exceed them)."""
 
 
-def first_line(error: BaseException) -> str:
-    """`error` in one line: its type and the first line of its message (at most 300 characters)."""
-    first = (str(error).strip().splitlines() or [""])[0][:300]
-    return type(error).__name__ + (f": {first}" if first else "")
-
-
 class EnvRaised(Exception):
     """What the user's env raised in its step or reset (its engine or emulator included), SystemExit too:
     `error`, the original exception, with `trace`, its traceback. Only this is mended by a restart."""
 
     def __init__(self, error: BaseException, trace: str):
-        super().__init__(first_line(error))
+        super().__init__(error_line(error))
         self.error, self.trace = error, trace
 
     @property
@@ -87,8 +81,8 @@ class EnvCrash(PPO1Error):
     def __init__(self, error: BaseException, trace: str, index: int | None = None, call: str = "step",
                  ours: bool = False, why: str = "", restartable: bool = False):
         env = "an env" if index is None else f"env {index}"
-        what = (f"ppo1's own code raised {first_line(error)} in {env}'s {call} (a bug in ppo1, not in the env)"
-                if ours else f"{env} raised {first_line(error)} in its {call}")
+        what = (f"ppo1's own code raised {error_line(error)} in {env}'s {call} (a bug in ppo1, not in the env)"
+                if ours else f"{env} raised {error_line(error)} in its {call}")
         super().__init__(what + why)
         self.trace, self.ours, self.restartable = trace, ours, restartable
 

@@ -65,7 +65,7 @@ def reaped() -> None:
         reaper = subprocess.Popen([sys.executable, "-I", "-S", "-c", REAPER, token], stdin=subprocess.PIPE,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, close_fds=True)
     except OSError:
-        return  # no reaper: the envs are closed as before on every exit but SIGKILL
+        return  # no reaper: the envs are closed by their own close() on every exit but SIGKILL
     os.set_inheritable(reaper.stdin.fileno(), False)  # only this process holds the write end
     reaped.reaper = reaper  # kept for the life of the process: its pipe closes when the process ends
     os.environ[OWNER] = token

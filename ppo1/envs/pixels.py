@@ -29,7 +29,7 @@ import time
 import cv2
 import numpy as np
 
-from ppo1 import PPO1Error
+from ppo1 import PPO1Error, error_line
 from ppo1.actions import check_action_space, env_action, head_size
 from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, env_call, time_limit
 from ppo1.envs.family import Family
@@ -300,7 +300,7 @@ class PixelEnv:
             try:
                 frame = self.gym_env.render()
             except Exception as e:  # a missing renderer surfaces only here
-                raise PPO1Error(f"{self.env_id} cannot render frames: {type(e).__name__}: {e}".splitlines()[0]) from None
+                raise PPO1Error(f"{self.env_id} cannot render frames: {error_line(e)}") from None
             if frame is not None:
                 return np.asarray(frame, np.uint8)
         image = self._image if self._image.ndim == 3 else self._image[:, :, None]

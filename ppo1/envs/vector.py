@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from ppo1 import PPO1Error
+from ppo1 import PPO1Error, error_line
 from ppo1.actions import check_action_space, env_action, head_size
 from ppo1.envs.base import (EnvDataError, Episode, VecEnv, checked_obs, checked_reward, env_call, load_gymnasium,
                             offscreen, time_limit)
@@ -112,7 +112,7 @@ class GymEnv:
         try:
             frame = self.gym_env.render()
         except Exception as e:  # a missing renderer (pygame, OpenGL) surfaces only here
-            raise PPO1Error(f"{self.gym_env.spec.id} cannot render frames: {type(e).__name__}: {e}".splitlines()[0])
+            raise PPO1Error(f"{self.gym_env.spec.id} cannot render frames: {error_line(e)}")
         return np.asarray(frame, np.uint8)
 
     def close(self) -> None:
@@ -155,7 +155,7 @@ def to_vector(env_name: str, space, obs) -> np.ndarray:
     docstring. EnvDataError naming the env and the entry when it does not fit its space: another shape, a
     Discrete or MultiDiscrete value that is not an integer in its range, a value that is not finite."""
     import gymnasium
-    if isinstance(space, gymnasium.spaces.Box):  # the common case, as fast as before
+    if isinstance(space, gymnasium.spaces.Box):  # the common case: the array as it is, no copy per entry
         return checked_obs(env_name, obs, space.shape, image=False).astype(np.float32, copy=False)
     out = np.zeros(vector_size(space), np.float32)
     _encode(env_name, space, obs, out, "an observation")
