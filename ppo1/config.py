@@ -598,6 +598,9 @@ def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
 
 def _check_family_flags(given: dict, family, env_name: str, recurrent: bool) -> None:
     """Raise PPO1Error for a flag given (`given`) that the env's family (ppo1.envs.Family) does not take."""
+    if given.get("model_type") == "mlp" and family.images:  # before the flags its presets set for images
+        raise PPO1Error(f"--model_type=mlp is for vector observations, not the images of {env_name} "
+                        f"({family.label}): use small, large or impala")
     stack_with_rnn = family.frame_stack_with_rnn and recurrent  # memory instead of a stack: --frame_stack 1
     frame_flags = [f for f in FRAME_FLAGS if f in given and not (stack_with_rnn and f == "frame_stack")]
     if frame_flags and not family.frame_flags:

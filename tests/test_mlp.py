@@ -121,6 +121,14 @@ def test_mlp_on_image_observations_and_cnn_on_vectors_are_refused():
         build("small", gymnasium.spaces.Discrete(2), (4,))
 
 
+def test_mlp_on_an_atari_game_names_its_images_not_a_frame_flag_its_preset_set():
+    from ppo1.config import Config
+    for preset in ("paper", "fast"):  # fast sets --frame_norm center, which mlp does not take
+        with pytest.raises(PPO1Error, match="^--model_type=mlp is for vector observations, not the images of "
+                                            "PongNoFrameskip-v4 \\(Atari games\\): use small, large or impala$"):
+            Config.for_preset(preset, env_name="PongNoFrameskip-v4", model_type="mlp")
+
+
 @pytest.fixture(scope="module")
 def cartpole_run(tmp_path_factory):
     """CartPole with its defaults (baselines' run_mujoco) under mpirun -np 2 x 1 env, 4 iterations of 4096 steps:

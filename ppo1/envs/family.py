@@ -50,6 +50,7 @@ class Family:
     episode_life: bool = False  # takes --episode_life (a lost life ends a training episode)
     time_limit_why: str = ""  # non-empty: refuses --max_episode_steps, for this reason
     env_kwargs: bool = True  # takes --env_kwargs
+    images: bool = True  # its observations are images, for the CNNs (False: vectors, for --model_type mlp)
     obs_vectors: bool = False  # its presets set obs_vectors (a Dict's vector entries reach the network)
     obs_shape: tuple[int, ...] | None = None  # its observations' shape, known without making an env
     frames_per_step: int = 1  # emulator frames per agent step (plots label Atari's 4)

@@ -208,5 +208,5 @@ def has_vectors(space) -> bool:
 
 VECTOR = Family(
     "vector", "vector-observation envs", presets=("mujoco", "ppo_lstm"), recurrent_preset="ppo_lstm",
-    observations=has_vectors, frame_flags_why="vector")
+    observations=has_vectors, frame_flags_why="vector", images=False)
 VecGym.family = VECTOR
