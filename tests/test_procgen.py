@@ -116,11 +116,18 @@ def test_two_rank_procgen_run_trains_resumes_plays_unseen_levels_and_records_a_v
     assert len(state["ranks"]) == 2 and state["ranks"][1]["reward_ret"].shape == (2,)
     assert state["ranks"][1]["rnn_state"].shape == (2, 2 * 256)  # each env's LSTM state (h, c)
     assert list((tmp_path / "cr" / "videos").glob("iter000002_512steps_score*_partial.mp4"))
-    r = run_cli([*flags, "--env_steps", "1024"], np_=2, timeout=300)
+    # the resume evaluates each iteration: games on the unseen levels and as many on the training levels
+    r = run_cli([*flags, "--env_steps", "1024", "--eval_interval", "1", "--eval_episodes", "2", "--eval_max_steps",
+                 "60"], np_=2, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "resuming from" in r.stdout
     with open(tmp_path / "cr" / "progress.csv", newline="") as f:
-        assert [int(row["iteration"]) for row in csv.DictReader(f)] == [1, 2, 3, 4]
+        rows = list(csv.DictReader(f))
+    assert [int(row["iteration"]) for row in rows] == [1, 2, 3, 4]
+    for row in rows[2:]:
+        assert row["eval_games"] == "2" and float(row["eval_return_mean"]) in (0.0, 5.0, 10.0), row
+        assert float(row["eval_train_return_mean"]) in (0.0, 5.0, 10.0), row
+    assert (tmp_path / "cr" / "best.pt").exists()
     # Procgen's games cannot be saved: the resume made every env anew with the next seed of its place (no level
     # stream of the run's start again), and each env's memory started from zeros with its new game
     assert [st["env_made"] for st in torch.load(tmp_path / "cr" / "latest.pt", weights_only=True)["ranks"]] == [[1, 1]] * 2
