@@ -9,14 +9,16 @@
                                                   # the floor: 20 whole games of uniformly random actions
 
 Writes checkpoint_dir/<run>/progress.csv (a real training run: rerunning resumes it), and the learning
-curve PNG and summary.txt (one line: steps, wall time, mean return of the last 100 real games)
-under --out (default assets/<run>/).
+curve PNG, summary.txt (one line: steps, wall time, mean return of the last 100 real games, the last
+evaluation's with --eval_interval) and copies of config.json and progress.csv under --out (default
+assets/<run>/).
 """
 from __future__ import annotations
 
 import argparse
 import csv
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,6 +45,9 @@ BENCHMARKS = {
     # stable-retro (the retro extra; its free ROM): one emulator per process, so 8 ranks of 1 env; the
     # `stable_retro:make` factory's defaults (frame skip 4 as stable-retro's own PPO example, 84x84 gray)
     "airstriker": ("stable_retro:make", 8, 1, 1_000_000, ["--env_kwargs", '{"game": "Airstriker-Genesis-v0"}']),
+    # Procgen (Python 3.13, the procgen extra): the procgen preset's 64 actors and 25M steps; on CPU cores a run
+    # is cut short with --env_steps, and `-- --eval_interval N` adds the unseen and training levels' curves
+    "procgen-coinrun": ("procgen:coinrun", 2, 32, 25_000_000, []),
 }
 
 
@@ -59,8 +64,10 @@ def summarize(progress_csv: str) -> dict:
         raise SystemExit(f"bench.learning: {progress_csv} has no iteration yet")
     last = rows[-1]
     wall = cumulative_seconds(float(row["time_elapsed"]) for row in rows)[-1]  # over every resume
+    evals = [row for row in rows if row.get("eval_return_mean")]  # --eval_interval: the last evaluation
     return {"steps": int(last["timesteps"]), "hours": wall / 3600, "ret100": float(last["ep_return_mean"]),
-            "episodes": int(last["episodes"]), "sps": int(last["timesteps"]) / max(wall, 1e-9)}
+            "episodes": int(last["episodes"]), "sps": int(last["timesteps"]) / max(wall, 1e-9),
+            "eval": evals[-1] if evals else None}
 
 
 def random_games(flags: list[str], games: int, seed: int = 0) -> list[float]:
@@ -145,6 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     line = (f"{args.benchmark}{variant} ({env_id}, {ranks} ranks x {envs} envs): {s['steps']} agent steps, "
             f"{s['hours']:.2f} h wall, {s['sps']:.0f} SPS, {s['episodes']} games, "
             f"mean return of the last 100 games {s['ret100']:.2f}")
+    if s["eval"]:
+        e = s["eval"]
+        levels = e.get("eval_train_return_mean")  # Procgen: unseen levels, and as many games on the training ones
+        line += (f"; evaluation at {int(e['timesteps'])} steps, {e['eval_games']} games: "
+                 + (f"unseen levels {float(e['eval_return_mean']):.2f}, training levels {float(levels):.2f}" if levels
+                    else f"{float(e['eval_return_mean']):.2f}"))
+    for name in ("config.json", "progress.csv"):  # the run's small files beside its curve
+        shutil.copyfile(os.path.join(args.checkpoint_dir, run, name), os.path.join(out, name))
     _write_line(os.path.join(out, "summary.txt"), line)
     print(f"bench.learning: {png}, {os.path.join(out, 'summary.txt')}")
     return 0
