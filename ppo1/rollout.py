@@ -134,19 +134,15 @@ class RecurrentBatch(Batch):
         return RecurrentBatch(**self._rows(idx), starts=rows(self.starts, idx), memory0=rows(self.memory0, chunks),
                               seq_len=length)
 
-    def chunks_per_minibatch(self, size: int) -> int:
-        """The whole chunks in each minibatch for minibatches of `size` samples (config.rnn_minibatches)."""
-        return rnn_minibatches(len(self), size, self.seq_len)[0]
-
     def minibatch_count(self, size: int) -> int:
         """The minibatches of one epoch (see minibatches): len // size, at most one per chunk."""
         return rnn_minibatches(len(self), size, self.seq_len)[1]
 
     def minibatches(self, size: int) -> Iterator["RecurrentBatch"]:
         """One epoch: whole chunks in a fresh random order (one rng.permutation(chunks) per call), as many
-        minibatches as a feed-forward Batch takes (N // size, at most one per chunk), each of
-        chunks_per_minibatch(size) chunks, the chunks left over sitting the epoch out; the same count on
-        every rank (each has the same T and k)."""
+        minibatches as a feed-forward Batch takes (N // size, at most one per chunk), each of the whole chunks
+        config.rnn_minibatches gives, the chunks left over sitting the epoch out; the same count on every rank
+        (each has the same T and k)."""
         per, count = rnn_minibatches(len(self), size, self.seq_len)
         perm = torch.from_numpy(self.rng.permutation(len(self.memory0))).to(self.obs.device)
         for start in range(0, count * per, per):
