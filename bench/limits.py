@@ -63,6 +63,7 @@ def train_sps(model_type: str, num_actions: int, samples: int, minibatch: int, s
     """Samples per second of one epoch of ppo1.ppo.update over `samples` in minibatches of `minibatch`
     (fwd + bwd + Adam per minibatch; a single-process Comm, so no allreduce)."""
     from ppo1.distributed import Comm
+    from ppo1.observations import Obs
     from ppo1.policies import build
     from ppo1.ppo import Hyper, update
     from ppo1.rollout import Batch
@@ -70,7 +71,7 @@ def train_sps(model_type: str, num_actions: int, samples: int, minibatch: int, s
     policy = build(model_type, num_actions)
     opt = torch.optim.Adam(policy.parameters(), lr=2.5e-4, eps=1e-5)
     comm, rng = Comm(None), np.random.default_rng(0)
-    batch = Batch(obs=torch.randint(0, 256, (samples, 4, 84, 84), dtype=torch.uint8),
+    batch = Batch(obs=Obs({"image": torch.randint(0, 256, (samples, 4, 84, 84), dtype=torch.uint8)}),
                   actions=torch.randint(0, num_actions, (samples,)),
                   logp=torch.full((samples,), -float(np.log(num_actions))),
                   adv=torch.randn(samples), returns=torch.randn(samples), rng=rng)

@@ -9,6 +9,9 @@
     python -m bench.reference --preset vizdoom --env_name VizdoomBasic-v1 --steps 1e5 --set env_steps=100000 \
         --only sb3 --ppo1_run assets/vizdoom/basic-vizdoom --out assets/reference/vizdoom-basic
                                                        # SB3 beside a ppo1 run that bench.learning made
+    python -m bench.reference --preset ppo_lstm --env_name tests.maskenv:make --set env_kwargs='{"mode": "method"}' \
+        --set env_steps=100000 --steps 1e5 --out assets/reference/maskenv-method
+                                                       # an env that masks its actions: sb3-contrib's MaskablePPO
 
 ppo1 runs as a user runs it (`mpirun -np 2 python -m run_atari --preset P --envs_per_rank 4`, 8 actors);
 SB3 runs PPO with 8 envs (DummyVecEnv: on an Atari game its DeepMind `AtariWrapper`; on another env with
@@ -20,10 +23,19 @@ run follows the first tenth of a 10M schedule, as the published curves do), c1, 
 the same initialisation, gradient clipping only when the preset has it. SB3 standardises advantages
 per minibatch only; value clipping stays off on both sides.
 
+A vector-observation env (--model_type mlp) that masks its actions, as sb3-contrib's MaskablePPO reads a mask
+(a Dict observation with an `action_mask` entry, or an `action_masks()` method; action_mask_kind makes one env
+to see, without --rnn), runs MaskablePPO on SB3's side instead (run_sb3_maskable): the same settings from the
+same Config, baselines' MLP (separate 2x64 tanh pi and V networks, normc initialisation), observations
+normalised (VecNormalize, clipped to +-5 as ppo1's running mean/std), both sides trained for the same whole
+iterations of T x 8 steps. With --rnn (run_sb3_recurrent) the mask is not used.
+
 Writes under --out (default assets/reference/<preset>[-tag]/): config.json (the resolved settings; with
 --only sb3: sb3-config.json, so a ppo1 run's record stays), ppo1.csv and sb3.csv (agent steps,
 mean return of the last 100 real games), curves.png with both curves and the published reference
-points (shared/REFERENCE.md) as markers, and summary.txt (a line per side: steps, minutes, return).
+points (shared/REFERENCE.md) as markers, and summary.txt (a line per side: steps, minutes, steps per second,
+return; ppo1's minutes are its whole mpirun, start-up included, its steps per second those of its training
+clock; SB3's both of its learn() alone).
 """
 from __future__ import annotations
 
@@ -102,6 +114,8 @@ def run_ppo1(config, steps: int, seed: int, out: str, ranks: int = 2) -> dict:
     for f in dataclasses.fields(config):
         if f.name in ("checkpoint_dir", "model_name", "envs_per_rank", "seed", "asset_dir"):
             continue
+        if config.rnn == "none" and f.name in ("rnn_size", "rnn_critic"):
+            continue  # a recurrent core's: ppo1 refuses --rnn_critic separate (ppo_lstm's) without --rnn
         value = getattr(config, f.name)
         if f.name not in preset and value == getattr(Config, f.name):
             continue  # the default: left out, as a family refuses flags it does not take (--frame_size on vectors)
@@ -120,17 +134,18 @@ def run_ppo1(config, steps: int, seed: int, out: str, ranks: int = 2) -> dict:
         raise SystemExit(f"bench.reference: ppo1 exited with status {code}")
     rows = _progress_curve(os.path.join(run_dir, "progress.csv"))
     _write_curve(os.path.join(out, "ppo1.csv"), rows)
-    return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan")}
+    with open(os.path.join(run_dir, "progress.csv")) as f:  # the training's own clock, without mpirun's start-up
+        seconds = float(list(csv.DictReader(f))[-1]["time_elapsed"])
+    return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan"),
+            "train_minutes": seconds / 60}
 
 
 def run_sb3(config, steps: int, seed: int, out: str, vec: str = "dummy") -> dict:
     """Train Stable-Baselines3 PPO with the same settings; log the last-100 mean of real games."""
     import ale_py
     import gymnasium
-    import numpy as np
     import torch
     from stable_baselines3 import PPO
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
     from ppo1.device import cpu_count
@@ -176,31 +191,7 @@ def run_sb3(config, steps: int, seed: int, out: str, vec: str = "dummy") -> dict
         torch.nn.init.zeros_(model.policy.action_net.bias)
         torch.nn.init.zeros_(model.policy.value_net.bias)
 
-    recent: deque = deque(maxlen=100)
-    rows: list = []
-    curve = os.path.join(out, "sb3.csv")
-    _write_curve(curve, rows)  # rewritten after every rollout: a long run stopped early keeps its curve
-
-    class Games(BaseCallback):
-        def _on_step(self) -> bool:
-            for info in self.locals["infos"]:
-                if "episode" in info:  # Monitor: the real game (all lives, raw score)
-                    recent.append(info["episode"]["r"])
-            return True
-
-        def _on_rollout_end(self) -> None:
-            if recent:
-                rows.append((self.num_timesteps, float(np.mean(recent))))
-                _write_curve(curve, rows)
-                if len(rows) % 50 == 0:
-                    print(f"bench.reference: sb3 {self.num_timesteps} steps, {(time.time() - start) / 60:.1f} min,"
-                          f" mean of the last 100 games {rows[-1][1]:.2f}", flush=True)
-
-    start = time.time()
-    model.learn(total_timesteps=steps, callback=Games())
-    minutes = (time.time() - start) / 60
-    env.close()
-    return {"steps": rows[-1][0] if rows else 0, "minutes": minutes, "ret100": rows[-1][1] if rows else float("nan")}
+    return _learn_logged(model, env, steps, out, report_every=50)
 
 
 def run_sb3_recurrent(config, steps: int, seed: int, out: str) -> dict:
@@ -208,10 +199,8 @@ def run_sb3_recurrent(config, steps: int, seed: int, out: str) -> dict:
     the actor and one for the critic, ReLU heads of 64, 8 envs of T 32, 20 epochs of batch 256, step size 1e-3
     and clip 0.2 annealed over its 100k steps, gamma 0.98, lambda 0.8, c2 0, observations normalised), on
     `config.env_name`'s env; logs the last-100 mean of its games as run_sb3."""
-    import numpy as np
     import torch
     from sb3_contrib import RecurrentPPO
-    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
@@ -230,9 +219,139 @@ def run_sb3_recurrent(config, steps: int, seed: int, out: str) -> dict:
                          verbose=0, policy_kwargs={"ortho_init": False, "activation_fn": torch.nn.ReLU,
                                                    "lstm_hidden_size": 64, "enable_critic_lstm": True,
                                                    "net_arch": {"pi": [64], "vf": [64]}})
+    return _learn_logged(model, env, steps, out)
+
+
+def action_mask_kind(config) -> str | None:
+    """How `config.env_name`'s env gives its valid actions, as MaskablePPO reads them: "dict" (a Dict
+    observation with an `action_mask` entry), "method" (an `action_masks()` method that answers after a reset:
+    a method that raises AttributeError, as tests/maskenv.py's in its other modes, is no mask), or None.
+    Makes one env and resets it."""
+    import gymnasium
+
+    from ppo1.envref import resolve
+
+    env = resolve(config.env_name, config.env_kwargs).make(None)
+    try:
+        space = env.observation_space
+        if isinstance(space, gymnasium.spaces.Dict) and "action_mask" in space.spaces:
+            return "dict"
+        env.reset(seed=0)
+        try:
+            env.get_wrapper_attr("action_masks")()  # through gymnasium.make's wrappers too
+            return "method"
+        except AttributeError:
+            return None
+    finally:
+        env.close()
+
+
+def run_sb3_maskable(config, steps: int, seed: int, out: str) -> dict:
+    """sb3-contrib's MaskablePPO on an env that masks its actions (action_mask_kind), with the settings ppo1
+    runs: 8 envs (DummyVecEnv) of T steps, the epochs, the global minibatch (optim_batchsize per actor x 8),
+    step size and clip annealed over config.env_steps as run_sb3's, gamma, lambda, c1, c2, Adam epsilon,
+    gradient clipping only where the preset has it; baselines' mlp_policy (separate 2x64 tanh pi and V networks,
+    normc weights and zero biases as ppo1's MlpPolicy) on observations normalised by VecNormalize (clipped to
+    +-5, as ppo1's). MlpPolicy for a Box observation with `action_masks()`, MultiInputPolicy for a Dict one
+    (its Box entries normalised), whose `action_mask` entry an ActionMasker-like wrapper (DictMask) hands to
+    MaskablePPO and takes out of the policy's input, as ppo1 does. `steps` is rounded down to whole iterations
+    of T x 8, as run_ppo1 does, so both sides train as many steps. Logs the last-100 mean of its games as
+    run_sb3."""
+    import gymnasium
+    import numpy as np
+    import torch
+    from sb3_contrib import MaskablePPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    from ppo1.device import cpu_count
+    from ppo1.envref import resolve
+    from ppo1.policies import normc_
+
+    kind = action_mask_kind(config)
+    if kind is None:
+        raise PPO1Error(f"bench.reference: {config.env_name} gives no action mask (a Dict observation's "
+                        "action_mask entry or an action_masks() method) for MaskablePPO")
+    torch.set_num_threads(cpu_count())
+
+    class DictMask(gymnasium.Wrapper):
+        """The last observation's `action_mask` entry as `action_masks()`, which MaskablePPO calls (through the
+        vec env's env_method) before each step (after an episode's end DummyVecEnv has reset the env, so the
+        mask is the next episode's first), and the observation without that entry, as ppo1's network sees it
+        (its vector holds every entry but the mask)."""
+
+        def __init__(self, env):
+            super().__init__(env)
+            self.observation_space = gymnasium.spaces.Dict(
+                {k: s for k, s in env.observation_space.spaces.items() if k != "action_mask"})
+
+        def _split(self, obs: dict) -> dict:
+            self.mask = obs["action_mask"]
+            return {k: v for k, v in obs.items() if k != "action_mask"}
+
+        def reset(self, **kwargs):
+            obs, info = self.env.reset(**kwargs)
+            return self._split(obs), info
+
+        def step(self, action):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            return self._split(obs), reward, terminated, truncated, info
+
+        def action_masks(self) -> np.ndarray:
+            return np.asarray(self.mask, bool)
+
+    ref = resolve(config.env_name, config.env_kwargs)
+    env = make_vec_env(lambda: ref.make(None), n_envs=ACTORS, seed=seed,
+                       wrapper_class=DictMask if kind == "dict" else None)
+    space = env.observation_space
+    boxes = ([k for k, s in space.spaces.items() if isinstance(s, gymnasium.spaces.Box)]
+             if isinstance(space, gymnasium.spaces.Dict) else None)  # VecNormalize takes Box entries only
+    env = VecNormalize(env, norm_obs=True, norm_reward=False, clip_obs=5.0, norm_obs_keys=boxes)
+
+    iteration = config.timesteps_per_actorbatch * ACTORS
+    steps = max(steps // iteration, 1) * iteration  # whole iterations, as run_ppo1's --stop_after_iterations
+    frac = steps / config.env_steps  # the part of ppo1's schedule (alpha from 1 down) this run covers
+
+    def schedule(start: float, anneal: bool = True):
+        def f(progress_remaining: float) -> float:  # SB3's 1 -> 0 over this run, ppo1's alpha 1 -> 1 - frac
+            return start * max(1.0 - (1.0 - progress_remaining) * frac, 0.0) if anneal else start
+        return f
+
+    clip = schedule(config.epsilon, config.anneal_clip)
+    model = MaskablePPO("MultiInputPolicy" if kind == "dict" else "MlpPolicy", env,
+                        n_steps=config.timesteps_per_actorbatch, n_epochs=config.optim_epochs,
+                        batch_size=config.optim_batchsize * ACTORS,
+                        learning_rate=schedule(config.optim_stepsize, config.anneal_lr), clip_range=clip,
+                        clip_range_vf=clip if config.clip_vloss else None, gamma=config.gamma,
+                        gae_lambda=config.lam, ent_coef=config.ent_coef, vf_coef=config.vf_coef,
+                        max_grad_norm=config.max_grad_norm or 1e10, normalize_advantage=True,
+                        target_kl=config.target_kl / 1.5 or None,  # SB3 stops past 1.5 x its target_kl
+                        seed=seed, device="cpu", verbose=0,
+                        policy_kwargs={"net_arch": {"pi": [64, 64], "vf": [64, 64]},
+                                       "activation_fn": torch.nn.Tanh, "ortho_init": False,
+                                       "optimizer_kwargs": {"eps": config.adam_epsilon}})
+    # ppo1's MlpPolicy initialisation (normc rows, zero biases) where SB3 would keep torch's default Linear init
+    policy = model.policy
+    heads = {policy.action_net: 0.01, policy.value_net: 1.0}
+    for layer in [*policy.mlp_extractor.modules(), *heads]:
+        if isinstance(layer, torch.nn.Linear):
+            normc_(layer.weight, heads.get(layer, 1.0))
+            torch.nn.init.zeros_(layer.bias)
+
+    return _learn_logged(model, env, steps, out)
+
+
+def _learn_logged(model, env, steps: int, out: str, report_every: int = 0) -> dict:
+    """model.learn for `steps`, writing sb3.csv (agent steps, the mean return of the last 100 real games: SB3's
+    Monitor, all lives and raw score) after every rollout, so a long run stopped early keeps its curve (and
+    printing it every `report_every` rollouts); closes `env`. Returns {"steps", "minutes", "ret100"}."""
+    import numpy as np
+    from stable_baselines3.common.callbacks import BaseCallback
+
     recent: deque = deque(maxlen=100)
     rows: list = []
     curve = os.path.join(out, "sb3.csv")
+    _write_curve(curve, rows)
 
     class Games(BaseCallback):
         def _on_step(self) -> bool:
@@ -243,6 +362,9 @@ def run_sb3_recurrent(config, steps: int, seed: int, out: str) -> dict:
             if recent:
                 rows.append((self.num_timesteps, float(np.mean(recent))))
                 _write_curve(curve, rows)
+                if report_every and len(rows) % report_every == 0:
+                    print(f"bench.reference: sb3 {self.num_timesteps} steps, {(time.time() - start) / 60:.1f} min,"
+                          f" mean of the last 100 games {rows[-1][1]:.2f}", flush=True)
 
     start = time.time()
     model.learn(total_timesteps=steps, callback=Games())
@@ -293,20 +415,22 @@ def _pixel_env(config, seed: int, index: int):
     class Pixels(gymnasium.Env):
         def __init__(self):
             self.env = make_gym_env(config.env_name, env_seed(seed, 0, index), options=options)
-            self.observation_space = gymnasium.spaces.Box(0, 255, self.env.obs_shape, np.uint8)
+            image = self.env.obs_spec.images[0]  # the one image (no vector: vectors=False above)
+            self.observation_space = gymnasium.spaces.Box(0, 255, image.shape, np.uint8)
             self.action_space = self.env.action_space
             self.next_obs = None
 
         def reset(self, *, seed=None, options=None):
-            obs, self.next_obs = (self.env.reset() if self.next_obs is None else self.next_obs), None
+            obs, self.next_obs = (self.env.reset()["image"] if self.next_obs is None else self.next_obs), None
             return obs.copy(), {}
 
         def step(self, action):
             obs, reward, done, episode = self.env.step(action)
+            obs = obs["image"]
             if not done:
                 return obs.copy(), reward, False, False, {}
             self.next_obs = obs.copy()
-            last = self.env.cut_obs if episode.truncated else obs
+            last = self.env.cut_obs["image"] if episode.truncated else obs
             return last.copy(), reward, not episode.truncated, episode.truncated, {
                 "episode": {"r": episode.ret, "l": episode.length}}
 
@@ -335,6 +459,13 @@ def _write_curve(path: str, rows: list) -> None:
 def _read_curve(path: str) -> list:
     with open(path, newline="") as f:
         return [(int(r["timesteps"]), float(r["ep_return_mean"])) for r in csv.DictReader(f)]
+
+
+def _per_second(side: dict) -> str:
+    """A side's agent steps per second of its training: ppo1's from its progress.csv clock ("train_minutes",
+    without mpirun's start-up), SB3's of its learn() ("minutes")."""
+    minutes = side.get("train_minutes", side["minutes"])
+    return f"{side['steps'] / (minutes * 60):.0f}" if minutes > 0 else "nan"
 
 
 def plot_curves(out: str, env_name: str, title: str) -> str:
@@ -412,14 +543,20 @@ def main(argv: list[str] | None = None) -> int:
                      f"(from {os.path.relpath(os.path.abspath(args.ppo1_run), REPO)})")
     if args.only in (None, "ppo1"):
         s = run_ppo1(config, args.steps, args.seed, out)
-        lines.append(f"ppo1: {s['steps']} steps, {s['minutes']:.1f} min, mean of the last 100 games {s['ret100']:.2f}")
+        lines.append(f"ppo1: {s['steps']} steps, {s['minutes']:.1f} min, {_per_second(s)} steps/s, "
+                     f"mean of the last 100 games {s['ret100']:.2f}")
     if args.only in (None, "sb3"):
         if config.frame_norm != "scale":  # SB3's CnnPolicy divides by 255; the Torso above reads what it gets
             print(f"bench.reference: SB3 reads frames / 255 where ppo1 runs --frame_norm {config.frame_norm}; "
                   "--set frame_norm=scale gives both the same input", flush=True)
-        s = (run_sb3_recurrent(config, args.steps, args.seed, out) if config.rnn != "none" else
-             run_sb3(config, args.steps, args.seed, out, args.sb3_vec))
-        lines.append(f"sb3:  {s['steps']} steps, {s['minutes']:.1f} min, mean of the last 100 games {s['ret100']:.2f}")
+        if config.rnn != "none":
+            s = run_sb3_recurrent(config, args.steps, args.seed, out)
+        elif config.model_type == "mlp" and action_mask_kind(config):  # a vector env that masks its actions
+            s = run_sb3_maskable(config, args.steps, args.seed, out)
+        else:
+            s = run_sb3(config, args.steps, args.seed, out, args.sb3_vec)
+        lines.append(f"sb3:  {s['steps']} steps, {s['minutes']:.1f} min, {_per_second(s)} steps/s, "
+                     f"mean of the last 100 games {s['ret100']:.2f}")
     png = plot_curves(out, config.env_name, f"{config.env_name}, preset {name}, seed {args.seed}")
     if lines:
         with open(os.path.join(out, "summary.txt"), "a") as f:

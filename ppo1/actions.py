@@ -114,11 +114,21 @@ class MultiCategorical(Distribution):
         return torch.stack([d.logits.argmax(-1) for d in self.dists], -1)
 
 
+def masked_logits(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Logits (B, n) with those of invalid actions (mask (B, n) False) at the lowest finite value, so that
+    softmax gives them probability 0: log-probabilities, sampling, the greedy choice and the entropy (torch's
+    Categorical counts 0 x log 0 as 0) are then over the valid actions alone, as sb3-contrib's MaskablePPO."""
+    return logits.masked_fill(~mask.bool(), torch.finfo(logits.dtype).min)
+
+
 def distribution(out: torch.Tensor, nvec: tuple[int, ...] | None = None,
-                 std: torch.Tensor | None = None) -> Distribution:
+                 std: torch.Tensor | None = None, mask: torch.Tensor | None = None) -> Distribution:
     """The distribution over actions of a policy head's outputs `out` (B, ...): with `std` (Box actions) a diagonal
     Gaussian of mean out and standard deviation std (B, A); with `nvec` (MultiDiscrete, MultiBinary) one categorical
-    per dimension (MultiCategorical); else (Discrete) one categorical of logits out (B, n)."""
+    per dimension (MultiCategorical); else (Discrete) one categorical of logits out (B, n). mask (B, n) bool: the
+    valid actions (masked_logits), where the env masks them."""
+    if mask is not None:
+        out = masked_logits(out, mask)
     if std is not None:
         return Independent(Normal(out, std, validate_args=False), 1, validate_args=False)
     if nvec is not None:

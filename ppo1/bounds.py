@@ -5,7 +5,6 @@ counts and sizes are refused above these bounds with one line.
 """
 from __future__ import annotations
 
-import math
 
 from ppo1 import PPO1Error
 
@@ -26,10 +25,10 @@ def available_memory() -> int | None:
     return None
 
 
-def check_batch_memory(horizon: int, envs: int, obs_shape: tuple, obs_itemsize: int, ranks_on_node: int) -> None:
-    """Raise PPO1Error if one iteration's batch (T x k observations and their per-step numbers) of every
-    rank on this node would not fit in the memory available."""
-    per_step = math.prod(obs_shape) * obs_itemsize + 64  # observation + actions, log-probs, values, ...
+def check_batch_memory(horizon: int, envs: int, obs_bytes: int, ranks_on_node: int) -> None:
+    """Raise PPO1Error if one iteration's batch (T x k observations of `obs_bytes` each and their per-step numbers)
+    of every rank on this node would not fit in the memory available."""
+    per_step = obs_bytes + 64  # observation + actions, log-probs, values, ...
     need = horizon * envs * per_step * ranks_on_node
     have = available_memory()
     if have is not None and need > 0.8 * have:

@@ -30,6 +30,7 @@ from ppo1.actions import check_actions
 from ppo1 import device as devices
 from ppo1.config import Config
 from ppo1.safeio import cause
+from ppo1.observations import IMAGE, ObsSpec
 
 LATEST = "latest.pt"
 BEST = "best.pt"
@@ -263,7 +264,8 @@ class TrainState:
     n_ranks: int | None = None
     ranks: list[dict] | None = None    # RankState.to_dict() of every rank, in rank order
     reward_norm: dict | None = None    # --norm_reward: RewardNormalizer.state_dict() (the same on every rank)
-    obs_shape: list[int] | None = None  # the observations the model reads (None in older checkpoints)
+    obs_spec: list | None = None  # the observations the model reads: ObsSpec.to_list() (None in older checkpoints)
+    obs_shape: list[int] | None = None  # what older checkpoints say instead: the one entry's shape (obs_spec reads it)
     action_nvec: list[int] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension (else None)
     model_io: dict | None = None  # the rest that sizes the model without an env (ModelIO; None in older checkpoints)
     best: dict | None = None  # best.pt: its evaluation {"score", "iteration", "timesteps", "games", "greedy"}
@@ -276,7 +278,7 @@ class TrainState:
                 "recent_returns": [r for r, _ in self.recent], "recent_lengths": [n for _, n in self.recent],
                 "num_actions": self.num_actions, "n_actors": self.n_actors, "n_ranks": self.n_ranks,
                 "config": self.config, "ranks": self.ranks, "reward_norm": self.reward_norm,
-                "obs_shape": self.obs_shape, "action_nvec": self.action_nvec, "model_io": self.model_io,
+                "obs_spec": self.obs_spec, "obs_shape": self.obs_shape, "action_nvec": self.action_nvec, "model_io": self.model_io,
                 "best": self.best, "wandb_id": self.wandb_id}
         return {k: v for k, v in data.items() if v is not None}
 
@@ -298,19 +300,33 @@ class TrainState:
                    n_actors=data["n_actors"], iteration=data["iteration"], timesteps=data["timesteps"],
                    episodes=data.get("episodes", 0), recent=collections.deque(recent, maxlen=RECENT),
                    optimizer=data.get("optimizer"), n_ranks=data.get("n_ranks"), ranks=data.get("ranks"),
-                   reward_norm=data.get("reward_norm"), obs_shape=_shape(data.get("obs_shape"), "obs_shape", path),
+                   reward_norm=data.get("reward_norm"), obs_spec=_spec(data.get("obs_spec"), path),
+                   obs_shape=_shape(data.get("obs_shape"), "obs_shape", path),
                    action_nvec=_shape(data.get("action_nvec"), "action_nvec", path),
                    model_io=ModelIO.check(data.get("model_io"), path), best=_best(data.get("best"), path),
                    wandb_id=_wandb_id(data.get("wandb_id"), path))
 
+    def observations(self) -> ObsSpec | None:
+        """The observations the model reads: obs_spec, or for an older checkpoint its obs_shape (with model_io's
+        vec_dim: an image of one channel fewer and a vector of vec_dim numbers, which it packed into a last
+        channel); None for one written before obs_shape."""
+        if self.obs_spec is not None:
+            return ObsSpec.from_list(self.obs_spec)
+        if self.obs_shape is None:
+            return None
+        shape, vec_dim = tuple(self.obs_shape), (self.model_io or {}).get("vec_dim", 0)
+        if len(shape) == 1:
+            return ObsSpec.of(vector=shape[0])
+        return ObsSpec.of({IMAGE: (shape[0] - 1, *shape[1:]) if vec_dim else shape}, vector=vec_dim)
+
     def model_spec(self):
-        """(obs_shape, action space, vec_dim, stacked) that build() takes for this checkpoint's model, read from
-        the checkpoint alone; None for a checkpoint written before model_io (its env must be made to know)."""
-        if self.model_io is None or self.obs_shape is None:
+        """(observations (ObsSpec), action space, stacked) that build() takes for this checkpoint's model, read
+        from the checkpoint alone; None for a checkpoint written before model_io (its env must be made to know)."""
+        spec = self.observations()
+        if self.model_io is None or spec is None:
             return None
         m = self.model_io
-        return tuple(self.obs_shape), ModelIO.space(m["actions"], self.num_actions, self.action_nvec), \
-            m["vec_dim"], m["stacked"]
+        return spec, ModelIO.space(m["actions"], self.num_actions, self.action_nvec), m["stacked"]
 
     def rank(self, r: int) -> RankState:
         """Rank r's saved generators and games."""
@@ -324,19 +340,20 @@ class TrainState:
 
 
 class ModelIO:
-    """A checkpoint's `model_io`: what builds its model besides obs_shape, num_actions and action_nvec, so that
-    play and movie need no env to size it: {"actions": "discrete" | "box" | "multi", "vec_dim": numbers packed
-    beside the image, "stacked": whether the image is a stack of frames (None: unknown)}."""
+    """A checkpoint's `model_io`: what builds its model besides obs_spec, num_actions and action_nvec, so that
+    play and movie need no env to size it: {"actions": "discrete" | "box" | "multi", "stacked": whether the images
+    are stacks of frames (None: unknown)}; older checkpoints also hold "vec_dim", the numbers they packed into the
+    image's last channel (TrainState.observations reads it)."""
 
     KINDS = ("discrete", "box", "multi")
 
     @staticmethod
-    def of(action_space, vec_dim: int, stacked: bool | None) -> dict:
+    def of(action_space, stacked: bool | None) -> dict:
         import gymnasium
         from ppo1.actions import action_nvec
         kind = ("multi" if action_nvec(action_space) is not None else
                 "box" if isinstance(action_space, gymnasium.spaces.Box) else "discrete")
-        return {"actions": kind, "vec_dim": int(vec_dim), "stacked": None if stacked is None else bool(stacked)}
+        return {"actions": kind, "stacked": None if stacked is None else bool(stacked)}
 
     @staticmethod
     def space(kind: str, num_actions: int, nvec: list[int] | None):
@@ -353,8 +370,9 @@ class ModelIO:
         """A checkpoint's model_io as read, or None; PPO1Error naming `path` when it is malformed."""
         if value is None:
             return None
-        if not (isinstance(value, dict) and value.get("actions") in cls.KINDS and type(value.get("vec_dim")) is int
-                and value["vec_dim"] >= 0 and value.get("stacked") in (None, True, False)):
+        vec_dim = value.get("vec_dim", 0) if isinstance(value, dict) else None
+        if not (isinstance(value, dict) and value.get("actions") in cls.KINDS and type(vec_dim) is int
+                and vec_dim >= 0 and value.get("stacked") in (None, True, False)):
             raise PPO1Error(f"checkpoint {path} is corrupt: 'model_io' is {value!r}")
         return value
 
@@ -364,6 +382,13 @@ def _shape(value: Any, key: str, path: str) -> list[int] | None:
     naming `path`."""
     if value is not None and not (isinstance(value, list) and all(type(n) is int and n >= 1 for n in value)):
         raise PPO1Error(f"checkpoint {path} is corrupt: {key!r} is {value!r}, not a list of whole numbers")
+    return value
+
+
+def _spec(value: Any, path: str) -> list | None:
+    """A checkpoint's 'obs_spec' (ObsSpec.to_list()), or None; PPO1Error naming `path` when it is malformed."""
+    if value is not None and ObsSpec.from_list(value) is None:
+        raise PPO1Error(f"checkpoint {path} is corrupt: 'obs_spec' is {value!r}")
     return value
 
 
@@ -518,7 +543,7 @@ def load_config(run_dir: str) -> Config:
 
 
 def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
-             obs_shape: tuple[int, ...] | None = None, action_nvec: tuple[int, ...] | None = None) -> None:
+             obs_spec: ObsSpec | None = None, action_nvec: tuple[int, ...] | None = None) -> None:
     """Raise PPO1Error if a checkpoint does not belong to this game (its name, kwargs, observations and actions:
     `num_actions` and, for MultiDiscrete / MultiBinary actions, `action_nvec`), model or number of actors."""
     saved = config_from_data(state.config, "checkpoint")
@@ -527,7 +552,7 @@ def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
         raise PPO1Error(f"{path} was trained on {saved.env_name}, not {config.env_name}")
     if json.loads(saved.env_kwargs) != json.loads(config.env_kwargs):
         raise PPO1Error(f"{path} was trained with --env_kwargs {saved.env_kwargs}, not {config.env_kwargs}")
-    check_obs_shape(state.obs_shape, obs_shape, config.env_name)
+    check_observations(state.observations(), obs_spec, config.env_name)
     if saved.model_type != config.model_type:
         raise PPO1Error(f"{path} holds a {saved.model_type!r} model, not --model_type={config.model_type}")
     if (saved.rnn, saved.rnn_size) != (config.rnn, config.rnn_size):
@@ -549,10 +574,9 @@ CORE_NAMES = {"lstm": "an LSTM", "gru": "a GRU"}
 CRITIC_NAMES = {"shared": "the policy's core", "separate": "a core of its own"}
 
 
-def check_obs_shape(saved: list[int] | tuple[int, ...] | None, obs_shape: tuple[int, ...] | None,
-                    env_name: str) -> None:
-    """Raise PPO1Error if the checkpoint's model reads observations of shape `saved` and not `obs_shape` (the
-    env's now: its own code, or the preprocessing flags, changed). Checkpoints without the shape pass."""
-    if obs_shape is not None and saved is not None and tuple(saved) != tuple(obs_shape):
-        raise PPO1Error(f"checkpoint holds a model of observations {tuple(saved)}, {env_name} now gives "
-                        f"{tuple(obs_shape)}: was the env or its preprocessing changed?")
+def check_observations(saved: ObsSpec | None, now: ObsSpec | None, env_name: str) -> None:
+    """Raise PPO1Error if the checkpoint's model reads the observations `saved` and the env now gives others
+    (`now`: its own code, or the preprocessing flags, changed). Checkpoints without them pass."""
+    if now is not None and saved is not None and saved != now:
+        raise PPO1Error(f"checkpoint holds a model of observations {saved.describe()}, {env_name} now gives "
+                        f"{now.describe()}: was the env or its preprocessing changed?")

@@ -100,7 +100,9 @@ class Config:
         "Atari keeps DeepMind's 4 and its own preprocessing.")
     frame_size: int = setting(84,
         "image-observation envs other than Atari and Procgen: resize each frame to N x N (INTER_AREA); 0 "
-        "keeps the env's own size")
+        "keeps the env's own size",
+        "An image smaller than N on both sides (a 7x7 symbolic view) keeps its size and its channels: it is "
+        "neither upscaled nor turned gray.")
     frame_gray: bool = setting(True,
         "image-observation envs other than Atari and Procgen: convert RGB frames to gray (--no-frame_gray "
         "keeps their colours)")
@@ -108,12 +110,13 @@ class Config:
         "image-observation envs other than Atari and Procgen: the observation is the last N frames, oldest "
         "first (rewards are the env's own, not clipped)")
     obs_key: str = setting("",
-        "image-observation envs whose observations are a Dict (ViZDoom's screen and gamevariables): the entry "
-        "holding the image; empty: the Dict's only image entry")
+        "image-observation envs whose observations are a Dict (ViZDoom's screen and gamevariables): the one "
+        "image entry to train on; empty: every image entry, each read by a CNN of its own")
     obs_vectors: bool = setting(False,
-        "image-observation envs whose observations are a Dict: its numeric entries besides the image "
-        "(ViZDoom's gamevariables) also go to the CNN policy; off: the image alone",
-        "The entries join the image features, normalised by their running mean and std. New runs of such envs "
+        "image-observation envs whose observations are a Dict: its other entries (ViZDoom's gamevariables) "
+        "also go to the CNN policy; off: the images alone",
+        "The entries (Box, MultiBinary; Discrete and MultiDiscrete one-hot) join the image features as one "
+        "vector, normalised by its running mean and std. New runs of such envs "
         "have it on (their preset sets it); off, the field's default, is what a config.json without the "
         "setting loads as.")
     model_type: str = setting("small",

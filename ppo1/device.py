@@ -22,6 +22,7 @@ import torch
 
 from ppo1 import PPO1Error, error_line
 from ppo1.adam import Adam
+from ppo1.observations import Obs
 
 DEVICE_KINDS = ("auto", "cpu", "cuda", "cuda:N")
 
@@ -155,8 +156,8 @@ def make_adam(params, device: torch.device, lr: float, eps: float):
     return Adam(params, lr=lr, eps=eps)
 
 
-def batched_act(policy, device: torch.device, obs: np.ndarray) -> Callable[..., tuple]:
-    """A function from the k envs' observations (k, ...) (shape and dtype as `obs`) and, with --rnn, their
+def batched_act(policy, device: torch.device, obs: Obs) -> Callable[..., tuple]:
+    """A function from the k envs' observations (an Obs of (k, ...) entries, shapes and dtypes as `obs`) and, with --rnn, their
     memories (k, memory_size) on `device` (else None) to (actions (k, ...), log-probs (k,), values (k,)) as numpy
     and the memories after them (on `device`; None without --rnn), running `policy.act` on `device`.
 
@@ -166,21 +167,21 @@ def batched_act(policy, device: torch.device, obs: np.ndarray) -> Callable[..., 
     one transfer per step.
     """
     if device.type == "cpu":
-        def act_cpu(o: np.ndarray, memory: torch.Tensor | None = None) -> tuple:
-            action, logp, value, memory = policy.act(torch.from_numpy(o), memory=memory)
+        def act_cpu(o: Obs, memory: torch.Tensor | None = None) -> tuple:
+            action, logp, value, memory = policy.act(o.map(torch.from_numpy), memory=memory)
             return action.numpy(), logp.numpy(), value.numpy(), memory
         return act_cpu
 
-    pinned = torch.empty(obs.shape, dtype=torch.from_numpy(obs[:0]).dtype).pin_memory()
-    host = pinned.numpy()
-    k = obs.shape[0]
+    pinned = obs.map(lambda x: torch.empty(x.shape, dtype=torch.from_numpy(x[:0]).dtype).pin_memory())
+    host = pinned.map(lambda t: t.numpy())
+    k = len(obs)
     action_shape = tuple(policy.action_shape)
     action_dtype = np.dtype(policy.action_dtype)
     a_width = int(np.prod(action_shape)) if action_shape else 1
 
-    def act_device(o: np.ndarray, memory: torch.Tensor | None = None) -> tuple:
+    def act_device(o: Obs, memory: torch.Tensor | None = None) -> tuple:
         host[...] = o  # the previous step's transfer back has completed, so the buffer is free
-        action, logp, value, memory = policy.act(pinned.to(device, non_blocking=True), memory=memory)
+        action, logp, value, memory = policy.act(pinned.map(lambda t: t.to(device, non_blocking=True)), memory=memory)
         packed = torch.cat([action.reshape(k, a_width).double(), logp.reshape(k, 1).double(),
                             value.reshape(k, 1).double()], dim=1).cpu().numpy()  # (k, A + 2)
         actions = packed[:, :a_width].astype(action_dtype).reshape(k, *action_shape)
@@ -204,12 +205,12 @@ class CompiledDist:
         self.compiled = torch.compile(policy, backend=backend)
         self.state = "untried"  # -> "compiled" or "failed"
 
-    def _trial(self, obs: torch.Tensor) -> None:
+    def _trial(self, obs: Obs) -> None:
         out, value = self.compiled(obs, update=True)
         params = [p for p in self.policy.parameters() if p.requires_grad]
         torch.autograd.grad(out.sum() + value.sum(), params, allow_unused=True)
 
-    def __call__(self, obs: torch.Tensor):
+    def __call__(self, obs: Obs):
         """(distribution, values (B,)) of the update's pass over obs (B, ...), in the update's precision."""
         if self.state == "untried":
             self._attempt(self._trial, obs)
@@ -217,10 +218,10 @@ class CompiledDist:
             result = self._attempt(lambda o: self.compiled(o, update=True), obs)
             if result is not None:
                 out, value = result
-                return self.policy.distribution(out), value
+                return self.policy.distribution(out, obs), value
         return self.policy.dist(obs, update=True)
 
-    def _attempt(self, fn: Callable, obs: torch.Tensor):
+    def _attempt(self, fn: Callable, obs: Obs):
         """fn(obs), marking the state compiled; on any error, failed (with the notice) and None."""
         try:
             result = fn(obs)

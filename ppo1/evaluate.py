@@ -23,6 +23,7 @@ from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
 from ppo1.distributed import Comm
 from ppo1.envs import EnvOptions, Episode, families, make_eval_env
+from ppo1.observations import Obs, ObsSpec
 from ppo1.policies import ActorCritic, build
 
 # Flags that play and movie take from the command line; every other setting is the checkpoint's.
@@ -39,7 +40,7 @@ class Trained:
     path: str
     iteration: int
     timesteps: int
-    obs_shape: tuple[int, ...] | None = None  # the observations the model reads (None: an older checkpoint)
+    obs_spec: ObsSpec | None = None  # the observations the model reads (None: an older checkpoint)
     best: dict | None = None  # best.pt: the evaluation that made it the best (TrainState.best)
 
     def describe(self) -> str:
@@ -51,15 +52,15 @@ class Trained:
     def check_env(self, env) -> None:
         """PPO1Error unless `env` (the one env play or movie makes) has the model's actions and observations:
         the model was sized from the checkpoint, so an env whose code or kwargs changed since is caught here."""
-        check_env_fits(f"checkpoint {self.path}", self.policy.num_actions, self.policy.nvec, self.obs_shape,
+        check_env_fits(f"checkpoint {self.path}", self.policy.num_actions, self.policy.nvec, self.obs_spec,
                        self.config.env_name, env)
 
 
-def check_env_fits(where: str, num_actions: int, nvec, obs_shape, env_name: str, env) -> None:
-    """PPO1Error unless `env` has the actions (num_actions, nvec) and the observations (obs_shape; None: not
+def check_env_fits(where: str, num_actions: int, nvec, obs_spec: ObsSpec | None, env_name: str, env) -> None:
+    """PPO1Error unless `env` has the actions (num_actions, nvec) and the observations (obs_spec; None: not
     known) of the model in `where`: an env whose code, kwargs or preprocessing changed since it was trained."""
     check_actions(where, (num_actions, nvec), env_name, (env.num_actions, action_nvec(env.action_space)))
-    checkpoint.check_obs_shape(obs_shape, env.obs_shape, env_name)
+    checkpoint.check_observations(obs_spec, env.obs_spec, env_name)
 
 
 def _load_on_root(config: Config, given: dict, which: str) -> tuple[checkpoint.TrainState, str, Config]:
@@ -105,8 +106,7 @@ def load_trained(config: Config, given: dict, comm: Comm, which: str = "latest")
     # batch-1 forward passes: 1 thread is fastest
     torch.set_num_threads(fit_threads(given.get("num_threads") or 1,
                                       (lambda m: print(m, flush=True)) if comm.is_root else (lambda m: None)))
-    return Trained(policy, saved, path, state.iteration, state.timesteps,
-                   None if state.obs_shape is None else tuple(state.obs_shape), state.best)
+    return Trained(policy, saved, path, state.iteration, state.timesteps, state.observations(), state.best)
 
 
 def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> ActorCritic:
@@ -116,19 +116,19 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
     family = families.by_name(saved.env_name, saved.env_kwargs)
     spec = state.model_spec()
     if spec is not None:  # no env made here: play and movie make theirs and check it (Trained.check_env)
-        shape, actions, vec_dim, stacked = spec
-    elif family is not None and family.obs_shape is not None:  # known observations: no env needed (nor installed)
-        shape, actions, vec_dim, stacked = family.obs_shape, state.num_actions, 0, False
+        obs, actions, stacked = spec
+    elif family is not None and family.obs_spec is not None:  # known observations: no env needed (nor installed)
+        obs, actions, stacked = family.obs_spec, state.num_actions, False
     else:
         env = make_eval_env(saved.env_name, np.random.SeedSequence(0), options=EnvOptions.of(saved))
         try:
-            check_env_fits(f"checkpoint {path}", state.num_actions, state.action_nvec, state.obs_shape,
+            check_env_fits(f"checkpoint {path}", state.num_actions, state.action_nvec, state.observations(),
                            saved.env_name, env)
-            shape, actions, vec_dim = env.obs_shape, env.action_space, env.vec_dim
+            obs, actions = env.obs_spec, env.action_space
             stacked = getattr(env, "stacked", None)
         finally:
             env.close()
-    policy = build(saved.model_type, actions, shape, frame_norm=saved.frame_norm, vec_dim=vec_dim, rnn=saved.rnn,
+    policy = build(saved.model_type, actions, obs, frame_norm=saved.frame_norm, rnn=saved.rnn,
                    rnn_size=saved.rnn_size, stacked=stacked, rnn_critic=saved.rnn_critic)
     try:
         policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
@@ -138,7 +138,7 @@ def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> Actor
 
 
 @torch.no_grad()
-def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator: torch.Generator,
+def choose_action(policy: ActorCritic, obs: Obs, greedy: bool, generator: torch.Generator,
                   memory: torch.Tensor | None = None):
     """The action for one observation: the most probable (greedy) or one sampled from pi (ppo1.actions.choose);
     `memory`: a recurrent policy's memory (1, memory_size) before obs (None without --rnn).
@@ -150,7 +150,7 @@ def choose_action(policy: ActorCritic, obs: np.ndarray, greedy: bool, generator:
     same generator.
     """
     device = next(policy.parameters()).device
-    dist, _value, memory = policy.step(torch.from_numpy(obs).unsqueeze(0).to(device), memory)
+    dist, _value, memory = policy.step(obs.map(lambda x: torch.from_numpy(x).unsqueeze(0).to(device)), memory)
     action = choose(dist, greedy, generator)[0].cpu()
     return (int(action) if action.dim() == 0 else action.numpy()), memory
 
@@ -173,7 +173,7 @@ class Player:
         if episode is not None or (self.episode_life and getattr(env, "life_lost", False)):
             self.new_game()
 
-    def __call__(self, obs: np.ndarray):
+    def __call__(self, obs: Obs):
         action, self.memory = choose_action(self.policy, obs, self.greedy, self.generator, self.memory)
         return action
 
@@ -195,9 +195,9 @@ def play_games(policy: ActorCritic, env, n: int, greedy: bool, generator: torch.
     return play_on(policy, env, env.reset(), n, greedy, generator, on_game, max_steps, episode_life)[0]
 
 
-def play_on(policy: ActorCritic, env, obs: np.ndarray, n: int, greedy: bool, generator: torch.Generator,
+def play_on(policy: ActorCritic, env, obs: Obs, n: int, greedy: bool, generator: torch.Generator,
             on_game: Callable[[Episode], None] = lambda ep: None, max_steps: int = 0,
-            episode_life: bool = False) -> tuple[list[Episode], np.ndarray]:
+            episode_life: bool = False) -> tuple[list[Episode], Obs]:
     """Play n whole games in `env` from its observation `obs` (the start of a game). A game longer than
     `max_steps` agent steps (0 = no limit) is cut there: its Episode has the score so far and truncated=True, and
     the env is reset. episode_life: the run trained with --episode_life (a recurrent policy's memory then starts
@@ -219,7 +219,7 @@ def play_on(policy: ActorCritic, env, obs: np.ndarray, n: int, greedy: bool, gen
 
 
 def open_game(env_name: str, seed: np.random.SeedSequence,
-              options: EnvOptions = EnvOptions()) -> tuple[Any, np.ndarray | None, tuple[int, int], int]:
+              options: EnvOptions = EnvOptions()) -> tuple[Any, Obs | None, tuple[int, int], int]:
     """An env for stream_game: (env, its first observation or None if stream_game resets it,
     (height, width) of its frames, frames per second). Atari: every emulator frame, raw RGB 210x160
     at 60 fps; Procgen (on options.levels): the 64x64 frames the agent sees, 15 fps; other envs (made with
@@ -233,7 +233,7 @@ def open_game(env_name: str, seed: np.random.SeedSequence,
     return env, obs, env.rgb().shape[:2], env.fps
 
 
-def stream_game(policy: ActorCritic, env, obs: np.ndarray | None, sink: Callable[[np.ndarray], None],
+def stream_game(policy: ActorCritic, env, obs: Obs | None, sink: Callable[[np.ndarray], None],
                 generator: torch.Generator, greedy: bool = False,
                 enough: Callable[[], bool] = lambda: False, episode_life: bool = False) -> tuple[float, int, bool]:
     """Play one game of an env from open_game, handing every frame to `sink` ((H, W, 3) uint8) as it

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -41,7 +41,7 @@ class Games:
     prefix: str
     label: str
     env: object
-    obs: np.ndarray
+    obs: Any  # the observation (ppo1.observations.Obs) that starts its next game
     generator: torch.Generator
 
 

@@ -17,6 +17,11 @@ of steps in the update from the memories saved at their starts (`replay`). With 
 value head reads a second core of its own (`critic_core`, on the same torso features), as sb3-contrib's
 RecurrentPPO with enable_critic_lstm: the memory is then the policy core's followed by the critic core's.
 
+Observations are named entries (ppo1.observations.Obs): the CNN policy reads each image entry through a torso of
+its own and the "vector" entry beside their features; the MLP reads the "vector" entry; an "action_mask" entry
+leaves the invalid actions probability 0 (masked_logits). A policy whose observations have one entry also takes
+that entry's tensor alone (`as_obs`).
+
 Every policy has `step(obs, memory) -> (distribution, value, memory)` and `act(obs, greedy, memory) -> (action,
 logp, value, memory)` (memory None without a core); feed-forward ones also `dist(obs) -> (distribution, value)`.
 """
@@ -29,6 +34,7 @@ from torch.distributions import Distribution
 
 from ppo1 import PPO1Error
 from ppo1.actions import action_nvec, choose, distribution, head_size
+from ppo1.observations import ACTION_MASK, IMAGE, VECTOR, Obs, ObsSpec
 
 
 def normc_(weight: torch.Tensor, std: float = 1.0) -> torch.Tensor:
@@ -67,17 +73,26 @@ class ActorCritic(nn.Module):
     continuous = False  # Box actions: a Gaussian of mean `pi`'s outputs and std exp(`logstd`) (MlpPolicy)
     nvec: tuple[int, ...] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension
 
-    def __init__(self):
+    def __init__(self, spec: ObsSpec):
         super().__init__()
+        self.spec = spec  # the observations' named entries
         self.core: RecurrentCore | None = None  # --rnn lstm / gru
         self.critic_core: RecurrentCore | None = None  # --rnn_critic separate: the value head's own core
         self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16, the torso's precision in
         #                                                 the update's passes (features(obs, update=True))
 
-    def features(self, obs: torch.Tensor, update: bool = False) -> torch.Tensor:
+    def features(self, obs: Obs, update: bool = False) -> torch.Tensor:
         """obs (B, ...) -> the torso's features (B, F). update: a pass of the PPO update (its loss, or the pi_old
         it starts from), which runs in the update's precision (`autocast_dtype`); acting runs in float32."""
         raise NotImplementedError
+
+    def as_obs(self, obs) -> Obs:
+        """`obs` as an Obs: itself, or a tensor (or array) that is the only entry of this policy's observations."""
+        if isinstance(obs, Obs):
+            return obs
+        if len(self.spec.entries) != 1:
+            raise TypeError(f"a policy of observations {self.spec.describe()} reads an Obs of them")
+        return Obs({self.spec.entries[0].name: obs})
 
     def heads(self, h: torch.Tensor, h_vf: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Features (B, F) (the core's outputs, with --rnn) -> (the policy head `pi`'s outputs (B, ...): logits or
@@ -109,37 +124,41 @@ class ActorCritic(nn.Module):
             return 0
         return self.core.memory_size + (0 if self.critic_core is None else self.critic_core.memory_size)
 
-    def forward(self, obs: torch.Tensor, update: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, obs: Obs, update: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """obs (B, ...) -> (distribution parameters (B, ...), value (B,)): the feed-forward network, without
         the distribution object (what `--compile` compiles); `update` as for `features`. A recurrent policy runs
         `step` or `replay`."""
         if self.core is not None:
             raise TypeError("a recurrent policy runs step(obs, memory) or replay(obs, starts, memory0)")
-        return self.heads(self.features(obs, update))
+        return self.heads(self.features(self.as_obs(obs), update))
 
-    def distribution(self, out: torch.Tensor) -> Distribution:
+    def distribution(self, out: torch.Tensor, obs: Obs | None = None) -> Distribution:
         """The distribution over actions of the policy head's outputs (ppo1.actions.distribution): a categorical
         (Discrete), one per dimension (MultiDiscrete, MultiBinary) or a diagonal Gaussian with state-independent
-        log-std (Box, `continuous`)."""
-        return distribution(out, self.nvec, self.logstd.exp().expand_as(out) if self.continuous else None)
+        log-std (Box, `continuous`); over the valid actions alone where the observations `obs` carry an
+        action mask."""
+        mask = None if obs is None else self.as_obs(obs).get(ACTION_MASK)
+        return distribution(out, self.nvec, self.logstd.exp().expand_as(out) if self.continuous else None, mask)
 
-    def observe(self, obs: np.ndarray, allreduce_sum=None) -> bool:
+    def observe(self, obs: Obs, allreduce_sum=None) -> bool:
         """Add a batch of observations (N, ...) to the model's running input statistics, summed over
         ranks by `allreduce_sum` (Comm.sum); a policy without them ignores it. Returns whether the
         policy changed (it has such statistics)."""
         return False
 
-    def dist(self, obs: torch.Tensor, update: bool = False):
+    def dist(self, obs: Obs, update: bool = False):
         """(distribution over actions, value (B,)) of a feed-forward policy; `update` as for `features`."""
+        obs = self.as_obs(obs)
         out, value = self(obs, update)
-        return self.distribution(out), value
+        return self.distribution(out, obs), value
 
     def initial_memory(self, n: int, device: torch.device | str = "cpu") -> torch.Tensor | None:
         """The recurrent memory of n envs at an episode's start (zeros (n, memory_size)); None without --rnn."""
         return None if self.core is None else torch.zeros(n, self.memory_size, device=device)
 
-    def step(self, obs: torch.Tensor, memory: torch.Tensor | None):
+    def step(self, obs: Obs, memory: torch.Tensor | None):
         """One step of B envs: (distribution, value (B,), the memory after obs (None without --rnn))."""
+        obs = self.as_obs(obs)
         if self.core is None:
             dist, value = self.dist(obs)
             return dist, value, None
@@ -147,18 +166,19 @@ class ActorCritic(nn.Module):
         if self.critic_core is None:
             h, memory = self.core.step(x, memory)
             out, value = self.heads(h)
-            return self.distribution(out), value, memory
+            return self.distribution(out, obs), value, memory
         pi_memory, vf_memory = memory.split(self.core.memory_size, dim=-1)
         h, pi_memory = self.core.step(x, pi_memory)
         h_vf, vf_memory = self.critic_core.step(x, vf_memory)
         out, value = self.heads(h, h_vf)
-        return self.distribution(out), value, torch.cat([pi_memory, vf_memory], dim=-1)
+        return self.distribution(out, obs), value, torch.cat([pi_memory, vf_memory], dim=-1)
 
-    def replay(self, obs: torch.Tensor, starts: torch.Tensor, memory0: torch.Tensor, update: bool = False):
+    def replay(self, obs: Obs, starts: torch.Tensor, memory0: torch.Tensor, update: bool = False):
         """A recurrent policy over n chunks of L steps: obs (n L, ...) chunk after chunk, starts (n, L) bool
         (True: the step begins an episode), memory0 (n, memory_size) the memory before each chunk; `update` as
         for `features`. Returns (distribution, value (n L,)), step for step as `step` computed them in the rollout."""
         n, length = starts.shape
+        obs = self.as_obs(obs)
         x = self.features(obs, update).reshape(n, length, -1)
         if self.critic_core is None:
             h, h_vf = self.core.sequences(x, starts, memory0), None
@@ -167,10 +187,10 @@ class ActorCritic(nn.Module):
             h = self.core.sequences(x, starts, pi_memory0)
             h_vf = self.critic_core.sequences(x, starts, vf_memory0).reshape(n * length, -1)
         out, value = self.heads(h.reshape(n * length, -1), h_vf)
-        return self.distribution(out), value
+        return self.distribution(out, obs), value
 
     @torch.no_grad()
-    def act(self, obs: torch.Tensor, greedy: bool = False, memory: torch.Tensor | None = None):
+    def act(self, obs: Obs, greedy: bool = False, memory: torch.Tensor | None = None):
         """Sample (or take the most probable) actions. Returns (actions (B, ...), log-probs (B,), values (B,),
         the memory after obs (None without --rnn))."""
         dist, value, memory = self.step(obs, memory)
@@ -309,6 +329,27 @@ def orthogonal_init_(module: nn.Module, head_gains: dict[nn.Module, float]) -> N
             nn.init.zeros_(m.bias)
 
 
+def cnn_torso(model_type: str, shape: tuple[int, int, int]) -> tuple[nn.Sequential, int]:
+    """The torso of `--model_type` (small, large, impala) for images (C, H, W): (module, its features)."""
+    in_channels = shape[0]
+    if model_type == "impala":  # Espeholt et al. 2018 (IMPALA), the Procgen paper's network
+        return impala_torso(shape), 256
+    if model_type == "small":   # Mnih et al. 2016 (A3C), used by the PPO paper
+        h, w = (conv_output_size(n, SMALL_CONVS) for n in shape[1:])  # 84x84: 9x9
+        return nn.Sequential(
+            _conv(in_channels, 16, 8, 4), nn.ReLU(),
+            _conv(16, 32, 4, 2), nn.ReLU(), nn.Flatten(),
+            _linear(32 * h * w, 256, 1.0), nn.ReLU()), 256
+    if model_type == "large":  # Mnih et al. 2015 (Nature DQN)
+        h, w = (conv_output_size(n, LARGE_CONVS) for n in shape[1:])  # 84x84: 7x7
+        return nn.Sequential(
+            _conv(in_channels, 32, 8, 4), nn.ReLU(),
+            _conv(32, 64, 4, 2), nn.ReLU(),
+            _conv(64, 64, 3, 1), nn.ReLU(), nn.Flatten(),
+            _linear(64 * h * w, 512, 1.0), nn.ReLU()), 512
+    raise PPO1Error(f"--model_type={model_type!r} is invalid: must be small, large or impala")
+
+
 class CnnPolicy(ActorCritic):
     """Actor-critic CNN with a shared torso, a categorical policy head and a value head.
 
@@ -316,116 +357,107 @@ class CnnPolicy(ActorCritic):
     sum(nvec) logits are split into one categorical per dimension (ppo1.actions.MultiCategorical).
 
     init: `normc` (baselines ppo1: Glorot-uniform convs, normc linears) or `orthogonal` (ppo2, CleanRL).
-    obs_shape (C, H, W): any channels and size, e.g. Atari's stack of four grayscale frames (4, 84, 84) or
-    Procgen's one RGB frame (3, 64, 64); the fully connected layer's inputs follow from it (small and large
-    need frames of at least 20x20 and 36x36).
-
-    vec_dim > 0: the observation's last channel carries vec_dim float32 numbers (a Dict observation's vector
-    entries, ppo1.envs.pixels.pack_vector); normalised by their running mean and std (as the MLP's observations),
-    they join the torso's features before both heads.
+    obs_shape (C, H, W): the one image's shape, any channels and size, e.g. Atari's stack of four grayscale frames
+    (4, 84, 84) or Procgen's one RGB frame (3, 64, 64); the fully connected layer's inputs follow from it (small and
+    large need frames of at least 20x20 and 36x36). spec (in its place): the observations' entries
+    (ppo1.observations): each image through a torso of its own (the first is `torso`, the others `more_torsos`, in
+    the spec's order), and a "vector" entry of D numbers, normalised by their running mean and std (as the MLP's
+    observations), beside the torsos' features before both heads.
     """
 
     def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4, init: str = "normc",
                  frame_norm: str = "scale", obs_shape: tuple[int, int, int] | None = None,
-                 nvec: tuple[int, ...] | None = None, vec_dim: int = 0, rnn: str = "none", rnn_size: int = 256,
-                 stacked: bool | None = None, rnn_critic: str = "shared"):
-        super().__init__()
-        obs_shape = tuple(obs_shape or (in_channels, 84, 84))
-        self.vec_dim = vec_dim
-        if vec_dim:
-            self.vec_rms = RunningMeanStd((vec_dim,))
-            obs_shape = (obs_shape[0] - 1, *obs_shape[1:])  # the image's channels
-        in_channels = obs_shape[0]
+                 nvec: tuple[int, ...] | None = None, rnn: str = "none", rnn_size: int = 256,
+                 stacked: bool | None = None, rnn_critic: str = "shared", spec: ObsSpec | None = None):
+        super().__init__(spec or ObsSpec.of({IMAGE: tuple(obs_shape or (in_channels, 84, 84))}))
+        images = self.spec.images
+        self.image_names = [e.name for e in images]
+        self.vec_dim = self.spec.vector_size
+        if self.vec_dim:
+            self.vec_rms = RunningMeanStd((self.vec_dim,))
         # --frame_norm center: the running per-pixel mean of the frames. A stack of one-channel frames (the env
         # says so: `stacked`; None, for callers that do not, means 4 channels) keeps one mean frame (H, W),
         # updated from each observation's newest frame; any other image is one frame, its mean (C, H, W) per
         # pixel and channel (an RGBA frame is not a stack of 4).
-        self.stacked = in_channels == 4 if stacked is None else stacked
+        first = images[0].shape
+        self.stacked = first[0] == 4 if stacked is None else stacked
+        self.torso, hidden = cnn_torso(model_type, first)
+        self.more_torsos = nn.ModuleList()  # the torsos of the second image on, when there are several
+        for entry in images[1:]:
+            torso, n = cnn_torso(model_type, entry.shape)
+            self.more_torsos.append(torso)
+            hidden += n
         if frame_norm == "center":
-            self.frame_rms = RunningMeanStd(obs_shape[1:] if self.stacked else obs_shape)
-        if model_type == "impala":  # Espeholt et al. 2018 (IMPALA), the Procgen paper's network
-            self.torso = impala_torso(obs_shape)
-            hidden = 256
-        elif model_type == "small":   # Mnih et al. 2016 (A3C), used by the PPO paper
-            h, w = (conv_output_size(n, SMALL_CONVS) for n in obs_shape[1:])  # 84x84: 9x9
-            self.torso = nn.Sequential(
-                _conv(in_channels, 16, 8, 4), nn.ReLU(),
-                _conv(16, 32, 4, 2), nn.ReLU(), nn.Flatten(),
-                _linear(32 * h * w, 256, 1.0), nn.ReLU())
-            hidden = 256
-        elif model_type == "large":  # Mnih et al. 2015 (Nature DQN)
-            h, w = (conv_output_size(n, LARGE_CONVS) for n in obs_shape[1:])  # 84x84: 7x7
-            self.torso = nn.Sequential(
-                _conv(in_channels, 32, 8, 4), nn.ReLU(),
-                _conv(32, 64, 4, 2), nn.ReLU(),
-                _conv(64, 64, 3, 1), nn.ReLU(), nn.Flatten(),
-                _linear(64 * h * w, 512, 1.0), nn.ReLU())
-            hidden = 512
-        else:
-            raise PPO1Error(f"--model_type={model_type!r} is invalid: must be small, large or impala")
+            self.frame_rms = RunningMeanStd(first[1:] if self.stacked else first)
+            self.more_frame_rms = nn.ModuleList(RunningMeanStd(e.shape[1:] if self.stacked else e.shape)
+                                                for e in images[1:])
         self.model_type = model_type
         self.num_actions = num_actions
         if nvec is not None:  # num_actions = sum(nvec)
             self.nvec, self.action_shape = tuple(nvec), (len(nvec),)
-        n_features = hidden + vec_dim
-        if rnn != "none":  # the torso's features (and the Dict's vector entries) enter the core(s)
+        n_features = hidden + self.vec_dim
+        if rnn != "none":  # the torsos' features (and the vector entry) enter the core(s)
             n_features = self._add_cores(rnn, n_features, rnn_size, rnn_critic)
         self.pi = _linear(n_features, num_actions, 0.01)
         self.vf = _linear(n_features, 1, 1.0)
         if init == "orthogonal":
             orthogonal_init_(self, {self.pi: 0.01, self.vf: 1.0})
 
-    def features(self, obs: torch.Tensor, update: bool = False) -> torch.Tensor:
-        """obs (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) -> the torso's features (B, hidden + vec_dim) float32.
-        update: a pass of the PPO update, in its precision (see below)."""
-        image = obs[:, :-1] if self.vec_dim else obs
-        x = self.torso_input(image)
+    def _frame_means(self) -> list:
+        """--frame_norm center: the running frame mean of each image, in the spec's order (else Nones)."""
+        if not hasattr(self, "frame_rms"):
+            return [None] * len(self.image_names)
+        return [self.frame_rms, *self.more_frame_rms]
+
+    def features(self, obs: Obs, update: bool = False) -> torch.Tensor:
+        """obs: each image (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) and the vector (B, D) -> the torsos'
+        features and the normalised vector side by side (B, hidden + D) float32. update: a pass of the PPO update,
+        in its precision (see below)."""
+        obs = self.as_obs(obs)
+        torsos = [self.torso, *self.more_torsos]
+        inputs = [self.torso_input(obs[name], i) for i, name in enumerate(self.image_names)]
         if update and self.autocast_dtype is not None:
             # --precision bf16 in the update's passes only: its minibatches and the pass that takes pi_old for
             # it (so its first ratio is 1); acting stays in fp32, as a batch of a few frames gains nothing from
-            # bf16. The torso runs under autocast, its features go back to float32 for the core and heads, so
+            # bf16. The torsos run under autocast, their features go back to float32 for the core and heads, so
             # log-probabilities and values keep float32's precision where the ratio and losses are formed.
-            with torch.autocast(obs.device.type, dtype=self.autocast_dtype):
-                h = self.torso(x)
-            h = h.float()
+            with torch.autocast(inputs[0].device.type, dtype=self.autocast_dtype):
+                hs = [torso(x) for torso, x in zip(torsos, inputs)]
+            hs = [h.float() for h in hs]
         else:
-            h = self.torso(x)
+            hs = [torso(x) for torso, x in zip(torsos, inputs)]
         if self.vec_dim:
-            h = torch.cat([h, self.vec_rms.normalize(self.vector(obs))], -1)
-        return h
+            hs.append(self.vec_rms.normalize(obs[VECTOR]))
+        return hs[0] if len(hs) == 1 else torch.cat(hs, -1)
 
-    def vector(self, obs: torch.Tensor) -> torch.Tensor:
-        """The vec_dim float32 numbers packed into the last channel of obs (B, C, H, W) uint8: (B, vec_dim)."""
-        return obs[:, -1].reshape(len(obs), -1)[:, :4 * self.vec_dim].contiguous().view(torch.float32)
-
-    def torso_input(self, obs: torch.Tensor) -> torch.Tensor:
-        """uint8 frames (B, C, H, W) -> what the torso reads: float32 in [0, 1] (`scale`), less the
-        running per-pixel mean / 255 (`center`).
+    def torso_input(self, frames: torch.Tensor, image: int = 0) -> torch.Tensor:
+        """uint8 frames (B, C, H, W) of the image `image` (its place in the spec) -> what its torso reads: float32
+        in [0, 1] (`scale`), less the image's running per-pixel mean / 255 (`center`).
 
         The frames enter the convolutions in frame_layout (channels-last on the CPU).
         """
-        x = frame_layout(obs).float()  # float() keeps the layout
-        if hasattr(self, "frame_rms"):  # the mean (84, 84) (or (C, H, W)) laid out as one frame of x, so the
+        x = frame_layout(frames).float()  # float() keeps the layout
+        rms = self._frame_means()[image]
+        if rms is not None:  # the mean (84, 84) (or (C, H, W)) laid out as one frame of x, so the
             # subtraction runs element by element in x's memory order rather than broadcast across it;
             # in place, as an out-of-place one returns NCHW and undoes the channels-last layout
-            mean = self.frame_rms.mean().float().expand(1, *x.shape[1:])
+            mean = rms.mean().float().expand(1, *x.shape[1:])
             x.sub_(frame_layout(mean))
         return x.div_(255.0)
 
-    def observe(self, obs: np.ndarray, allreduce_sum=None) -> bool:
-        """--frame_norm center: the newest frame of each observation (..., 4, 84, 84) into the running
-        mean (each frame is the newest of one observation, so every frame counts once); an unstacked
-        image (..., C, H, W) counts whole. Returns whether the policy changed (frames centred)."""
-        changed = False
-        if self.vec_dim:  # the packed vector entries (ppo1.envs.pixels.unpack_vector)
-            from ppo1.envs.pixels import unpack_vector
-            self.vec_rms.update(unpack_vector(obs, self.vec_dim), allreduce_sum)
-            obs, changed = obs[..., :-1, :, :], True
-        if not hasattr(self, "frame_rms"):
-            return changed
-        self.frame_rms.update(obs[..., -1, :, :] if self.stacked else obs, allreduce_sum)
-        return True
-
+    def observe(self, obs: Obs, allreduce_sum=None) -> bool:
+        """The running statistics of the inputs: the vector entry's mean and std; with --frame_norm center, the
+        newest frame of each image (..., 4, 84, 84) into its running mean (each frame is the newest of one
+        observation, so every frame counts once), an unstacked image (..., C, H, W) whole. Returns whether the
+        policy changed (it keeps such statistics)."""
+        obs = self.as_obs(obs)
+        if self.vec_dim:
+            self.vec_rms.update(obs[VECTOR], allreduce_sum)
+        for name, rms in zip(self.image_names, self._frame_means()):
+            if rms is not None:
+                frames = obs[name]
+                rms.update(frames[..., -1, :, :] if self.stacked else frames, allreduce_sum)
+        return bool(self.vec_dim) or hasattr(self, "frame_rms")
 
 
 class RunningMeanStd(nn.Module):
@@ -464,8 +496,9 @@ class MlpPolicy(ActorCritic):
     """baselines' mlp_policy: normalised observations, separate 2x64 tanh networks for pi and V."""
 
     def __init__(self, obs_dim: int, action_space, hidden: int = 64, layers: int = 2, rnn: str = "none",
-                 rnn_size: int = 256, rnn_critic: str = "shared"):
-        super().__init__()
+                 rnn_size: int = 256, rnn_critic: str = "shared", spec: ObsSpec | None = None):
+        """obs_dim: the numbers of the "vector" entry; spec: the observations' entries (default: that vector)."""
+        super().__init__(spec or ObsSpec.of(vector=obs_dim))
         import gymnasium
         self.ob_rms = RunningMeanStd((obs_dim,))
         n_features = obs_dim
@@ -499,37 +532,46 @@ class MlpPolicy(ActorCritic):
         self.vf = mlp(1, 1.0)
         self.model_type = "mlp"
 
-    def observe(self, obs: np.ndarray, allreduce_sum=None) -> bool:
-        self.ob_rms.update(obs, allreduce_sum)
+    def observe(self, obs: Obs, allreduce_sum=None) -> bool:
+        self.ob_rms.update(self.as_obs(obs)[VECTOR], allreduce_sum)
         return True
 
-    def features(self, obs: torch.Tensor, update: bool = False) -> torch.Tensor:
-        """obs (B, D) -> the normalised observations (B, D), in float32 in every pass (`update` is ignored)."""
-        return self.ob_rms.normalize(obs)
+    def features(self, obs: Obs, update: bool = False) -> torch.Tensor:
+        """obs: the vector (B, D) -> the normalised observations (B, D), in float32 in every pass (`update` is
+        ignored)."""
+        return self.ob_rms.normalize(self.as_obs(obs)[VECTOR])
 
 
 
-def build(model_type: str, action_space, obs_shape: tuple[int, ...] = (4, 84, 84), init: str = "normc",
-          frame_norm: str = "scale", vec_dim: int = 0, rnn: str = "none", rnn_size: int = 256,
-          stacked: bool | None = None, rnn_critic: str = "shared") -> nn.Module:
-    """The policy of `--model_type` for an action space (or a number of discrete actions) and observations:
-    Discrete, MultiDiscrete or MultiBinary actions (and 1-D Box with `mlp`); vec_dim: numbers packed into the
-    images' last channel (CnnPolicy); rnn (`lstm`, `gru`, `none`): a RecurrentCore of rnn_size before the heads
-    (rnn_critic `separate`: the value head's own second core); stacked: the images are stacks of one-channel
-    frames (the env's `stacked`; None: 4 channels are)."""
+def build(model_type: str, action_space, obs: ObsSpec | tuple[int, ...] = (4, 84, 84), init: str = "normc",
+          frame_norm: str = "scale", rnn: str = "none", rnn_size: int = 256, stacked: bool | None = None,
+          rnn_critic: str = "shared") -> nn.Module:
+    """The policy of `--model_type` for an action space (or a number of discrete actions) and observations `obs`
+    (an ObsSpec, or the shape of one entry: (C, H, W) an image, (D,) a vector): Discrete, MultiDiscrete or
+    MultiBinary actions (and 1-D Box with `mlp`); rnn (`lstm`, `gru`, `none`): a RecurrentCore of rnn_size before
+    the heads (rnn_critic `separate`: the value head's own second core); stacked: the images are stacks of
+    one-channel frames (the env's `stacked`; None: 4 channels are)."""
+    spec = obs if isinstance(obs, ObsSpec) else ObsSpec.of(
+        {IMAGE: obs} if len(obs) == 3 else None, vector=obs[0] if len(obs) == 1 else 0)
+    if not spec.entries:
+        raise PPO1Error(f"observations of shape {tuple(obs)} are neither images (C, H, W) nor vectors (D,)")
+    num_actions = action_space if isinstance(action_space, int) else head_size(action_space)  # sum(nvec) or n
+    if spec.mask_size and spec.mask_size != num_actions:
+        raise PPO1Error(f"the action mask has {spec.mask_size} values, the actions {num_actions} choices")
     if model_type == "mlp":
-        if len(obs_shape) != 1:
-            raise PPO1Error(f"--model_type=mlp needs vector observations, not shape {obs_shape}")
-        return MlpPolicy(obs_shape[0], action_space, rnn=rnn, rnn_size=rnn_size, rnn_critic=rnn_critic)
-    if model_type in ("small", "large", "impala") and (len(obs_shape) != 3 or min(obs_shape) < 1):
-        raise PPO1Error(f"--model_type={model_type} needs image observations (C, H, W), not shape {obs_shape}; "
+        if spec.images:
+            raise PPO1Error(f"--model_type=mlp needs vector observations, not images ({spec.describe()})")
+        return MlpPolicy(spec.vector_size, action_space, rnn=rnn, rnn_size=rnn_size, rnn_critic=rnn_critic, spec=spec)
+    if model_type in ("small", "large", "impala") and not spec.images:
+        raise PPO1Error(f"--model_type={model_type} needs image observations (C, H, W), not {spec.describe()}; "
                         "use --model_type mlp")
     if model_type in ("small", "large"):
         side = min_frame_size(SMALL_CONVS if model_type == "small" else LARGE_CONVS)
-        if min(obs_shape[1:]) < side:
-            raise PPO1Error(f"--model_type={model_type} needs frames of at least {side}x{side}, not "
-                            f"{obs_shape[1]}x{obs_shape[2]}: use a larger --frame_size or --model_type impala")
+        for image in spec.images:
+            if min(image.shape[1:]) < side:
+                raise PPO1Error(f"--model_type={model_type} needs frames of at least {side}x{side}, not "
+                                f"{image.shape[1]}x{image.shape[2]}: use a larger --frame_size or --model_type impala "
+                                "(which reads any size)")
     nvec = None if isinstance(action_space, int) else action_nvec(action_space)
-    num_actions = action_space if isinstance(action_space, int) else head_size(action_space)  # sum(nvec) or n
-    return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, obs_shape=tuple(obs_shape), nvec=nvec,
-                     vec_dim=vec_dim, rnn=rnn, rnn_size=rnn_size, stacked=stacked, rnn_critic=rnn_critic)
+    return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, nvec=nvec, rnn=rnn, rnn_size=rnn_size,
+                     stacked=stacked, rnn_critic=rnn_critic, spec=spec)

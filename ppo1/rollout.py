@@ -22,6 +22,7 @@ from ppo1 import PPO1Error
 from ppo1.config import rnn_minibatches
 from ppo1.envs import EnvCrash, Episode
 from ppo1.metrics import Profile
+from ppo1.observations import Obs
 from ppo1.policies import frame_layout
 from ppo1.advantages import standardize
 
@@ -51,14 +52,15 @@ def env_major(x: np.ndarray, device: torch.device) -> torch.Tensor:
 class Batch:
     """A rank's samples of one iteration, flattened (N = T x k), on the policy's device.
 
-    obs (N, 4, 84, 84) uint8 (in frame_layout: channels-last on the CPU) or (N, D) float32; actions (N,) int64
+    obs: the observations' entries (ppo1.observations), each (N, ...): images (N, 4, 84, 84) uint8 (in frame_layout:
+    channels-last on the CPU), a vector (N, D) float32, an action mask (N, A) bool; actions (N,) int64
     (Discrete), (N, A) float32 (Box) or (N, dims) int64 (MultiDiscrete, MultiBinary); logp, adv, returns (N,);
     values (N,): V_old, the rollout's values (for --clip_vloss; None where not kept).
     `rng` is the rank's generator that shuffles them (its state is checkpointed: a resumed run
     draws the same minibatches).
     """
 
-    obs: torch.Tensor
+    obs: Obs
     actions: torch.Tensor
     logp: torch.Tensor
     adv: torch.Tensor
@@ -67,11 +69,11 @@ class Batch:
     values: torch.Tensor | None = None
 
     def __len__(self) -> int:
-        return self.obs.shape[0]
+        return len(self.obs)
 
     def _rows(self, idx: torch.Tensor | slice) -> dict:
         """The rows `idx` of every per-sample field, as a Batch's keyword arguments (the rng shared)."""
-        return dict(obs=rows(self.obs, idx), actions=rows(self.actions, idx), logp=rows(self.logp, idx),
+        return dict(obs=self.obs.map(lambda x: rows(x, idx)), actions=rows(self.actions, idx), logp=rows(self.logp, idx),
                     adv=rows(self.adv, idx), returns=rows(self.returns, idx), rng=self.rng,
                     values=None if self.values is None else rows(self.values, idx))
 
@@ -164,7 +166,7 @@ class RecurrentBatch(Batch):
 class Segment:
     """T steps of k actors. dones[t] is True when step t ended the agent's episode."""
 
-    obs: np.ndarray         # (T, k, 4, 84, 84) uint8 (Atari) or (T, k, D) float32: observation before step t
+    obs: Obs                # (T, k, ...) each entry: observation before step t ("image" (T, k, 4, 84, 84) uint8 on Atari)
     actions: np.ndarray     # (T, k) int64 (Discrete), (T, k, A) float32 (Box) or (T, k, dims) int64 (MultiDiscrete)
     logp: np.ndarray        # (T, k) float32: log pi_old(a_t | s_t)
     values: np.ndarray      # (T, k) float32: V_old(s_t)
@@ -183,8 +185,8 @@ class Segment:
         n = self.rewards.size  # T x k samples on this rank
         adv = self.advantages.reshape(n)
         adv = (standardize(adv) if standardize_adv else adv).reshape(self.rewards.shape)
-        obs = layout(self.obs, device)
-        return dict(obs=frame_layout(obs) if obs.dim() == 4 else obs, actions=layout(self.actions, device),
+        obs = self.obs.map(lambda x: layout(x, device))
+        return dict(obs=obs.map(lambda x: frame_layout(x) if x.dim() == 4 else x), actions=layout(self.actions, device),
                     logp=layout(self.logp, device), adv=layout(adv, device), returns=layout(self.returns, device),
                     values=layout(self.values, device))
 
@@ -218,7 +220,7 @@ class Collector:
 
     memory: torch.Tensor | None = None  # what the policy carries from step to step: nothing (RecurrentCollector)
 
-    def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray,
+    def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: Obs,
                  device: torch.device = torch.device("cpu"), profile: Profile | None = None):
         """venv: a VecEnv (VecAtari or VecGym); obs: (k, ...) the envs' current observations (reset or
         restored); device: where `policy` is (one batched transfer each way per step when not the CPU);
@@ -233,7 +235,7 @@ class Collector:
     def _buffers(self, horizon: int, k: int) -> dict:
         """A Segment's arrays for T = horizon steps of k envs, zeros."""
         policy = self.policy
-        return dict(obs=np.zeros((horizon, *self.obs.shape), self.obs.dtype),
+        return dict(obs=self.obs.map(lambda x: np.zeros((horizon, *x.shape), x.dtype)),
                     actions=np.zeros((horizon, k, *policy.action_shape), policy.action_dtype),
                     logp=np.zeros((horizon, k), np.float32), values=np.zeros((horizon, k), np.float32),
                     rewards=np.zeros((horizon, k), np.float32), dones=np.zeros((horizon, k), bool),
@@ -243,10 +245,11 @@ class Collector:
         return Segment(**self._buffers(horizon, k))
 
     @torch.no_grad()
-    def value(self, obs: np.ndarray, memory: torch.Tensor | None = None) -> np.ndarray:
+    def value(self, obs: Obs, memory: torch.Tensor | None = None) -> np.ndarray:
         """V of observations (n, ...) (a recurrent policy's: from the memories (n, memory_size) that led to
         them); no action is drawn, so the policy's random stream is left as it is."""
-        return self.policy.step(torch.from_numpy(obs).to(self.device), memory)[1].float().cpu().numpy()
+        obs = obs.map(lambda x: torch.from_numpy(x).to(self.device))
+        return self.policy.step(obs, memory)[1].float().cpu().numpy()
 
     def collect(self) -> Segment:
         """Run the policy for T steps in every env. Returns the (reused) Segment buffer."""
@@ -289,7 +292,7 @@ class Collector:
         with self.profile.timer("inference"):
             envs = sorted(set(self.venv.cut) - self.venv.crashed)
             if envs:
-                seg.cut_values[t, envs] = self.value(np.stack([self.venv.cut[i] for i in envs]),
+                seg.cut_values[t, envs] = self.value(Obs.stack([self.venv.cut[i] for i in envs]),
                                                      self._memory_of(memory, envs))
         # an env made anew after its step raised: its cut observation is s_t, which this step acted
         # on, valued as the rollout did, V(s_t | h_t) (the memory after it has already seen s_t)
@@ -311,7 +314,7 @@ class RecurrentCollector(Collector):
     """--rnn: a Collector that carries the policy's memory of each env across steps and calls (zeros at each
     episode's start) and saves it in the Segment where each of the update's chunks of L steps starts."""
 
-    def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray,
+    def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: Obs,
                  device: torch.device = torch.device("cpu"), profile: Profile | None = None, seq_len: int = 1,
                  memory: torch.Tensor | None = None):
         """As Collector's; seq_len: L, the update's chunk length (a divisor of T); memory (k, memory_size): the
@@ -339,7 +342,7 @@ class RecurrentCollector(Collector):
         self.memory = memory * torch.from_numpy(~dones).to(memory.device, memory.dtype)[:, None]
 
 
-def make_collector(venv, policy: torch.nn.Module, horizon: int, obs: np.ndarray,
+def make_collector(venv, policy: torch.nn.Module, horizon: int, obs: Obs,
                    device: torch.device = torch.device("cpu"), profile: Profile | None = None, seq_len: int = 1,
                    memory: torch.Tensor | None = None) -> Collector:
     """The collector of `policy`: a RecurrentCollector (seq_len, memory as there) for a recurrent one (--rnn),

@@ -26,6 +26,7 @@ from ppo1.envs.calls import CallTimer
 from ppo1.evaluation import Evaluation
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
+from ppo1.observations import Obs
 from ppo1.policies import build
 from ppo1.restarts import EnvRestarts
 from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, linear_alpha, update, warmup_factor
@@ -143,11 +144,10 @@ class Trainer:
             self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank, EnvOptions.of(cfg),
                                      self.spares)
             self.calls.watch(self.venv)
-            check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs.shape[1:],
-                               self.venv.obs.itemsize, comm.local_size)
-            self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs.shape[1:],
-                                init=cfg.init, frame_norm=cfg.frame_norm, vec_dim=self.venv.vec_dim,
-                                rnn=cfg.rnn, rnn_size=cfg.rnn_size, stacked=self.venv.stacked,
+            check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs_spec.nbytes(),
+                               comm.local_size)
+            self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs_spec,
+                                init=cfg.init, frame_norm=cfg.frame_norm, rnn=cfg.rnn, rnn_size=cfg.rnn_size, stacked=self.venv.stacked,
                                 rnn_critic=cfg.rnn_critic).to(self.device)
             self.reward_norm = RewardNormalizer(cfg.envs_per_rank, cfg.gamma) if cfg.norm_reward else None
             self.sign_rewards = cfg.sign_rewards(self.venv.family)
@@ -187,7 +187,7 @@ class Trainer:
         for p in problems:
             self.log(f"ppo1: warning: {p}; using an older checkpoint")
         if saved is not None:
-            checkpoint.validate(saved, self.config, self.venv.num_actions, self.n_actors, self.venv.obs.shape[1:],
+            checkpoint.validate(saved, self.config, self.venv.num_actions, self.n_actors, self.venv.obs_spec,
                                 action_nvec(self.venv.action_space))
             self.log(f"ppo1: resuming from {path} (iteration {saved.iteration}, {saved.timesteps} steps)")
         return saved, path
@@ -200,9 +200,9 @@ class Trainer:
         # model, optimizer and ranks: filled at each save
         nvec = action_nvec(self.venv.action_space)
         self.state = TrainState(model={}, config=cfg.to_saved(), num_actions=self.venv.num_actions,
-                                n_actors=self.n_actors, obs_shape=list(self.venv.obs.shape[1:]),
+                                n_actors=self.n_actors, obs_spec=self.venv.obs_spec.to_list(),
                                 action_nvec=None if nvec is None else list(nvec),
-                                model_io=ModelIO.of(self.venv.action_space, self.venv.vec_dim, self.venv.stacked))
+                                model_io=ModelIO.of(self.venv.action_space, self.venv.stacked))
         obs, error = self.venv.reset(), None
         try:  # a checkpoint whose contents do not fit is one line on every rank, not a traceback
             if saved is not None:
@@ -214,7 +214,7 @@ class Trainer:
         comm.check_synced(self.policy)
         self._open_logs(obs)
 
-    def _restore(self, saved: TrainState, obs: np.ndarray) -> np.ndarray:
+    def _restore(self, saved: TrainState, obs: Obs) -> Obs:
         """Load `saved` into this rank. Returns the envs' observations (restored, or `obs`)."""
         self.policy.load_state_dict(saved.model)
         self.optimizer.load_state_dict(saved.optimizer)
@@ -242,7 +242,7 @@ class Trainer:
         self.restarts.iterations = max((list(r.restarts or []) for r in ranks), key=len)  # past every place's count
         return self.venv.renew([max(m for r in ranks for m in (r.env_made or [0]))] * k)
 
-    def _open_logs(self, obs: np.ndarray) -> None:
+    def _open_logs(self, obs: Obs) -> None:
         """The loop's collector, compiled forward (--compile), logs (rank 0: console, progress.csv,
         TensorBoard, videos; every rank: its episode CSV) and clocks."""
         cfg, comm, state = self.config, self.comm, self.state

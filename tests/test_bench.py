@@ -218,7 +218,8 @@ def test_reference_gives_sb3_a_pixel_env_as_ppo1_preprocesses_it_with_each_episo
     env = _pixel_env(config, 0, 0)
     try:
         obs, _ = env.reset()
-        assert obs.shape == env.observation_space.shape == (4, 84, 84) and obs.dtype.name == "uint8"
+        # a 24x24 RGB image, smaller than --frame_size 84: kept at its size, 4 RGB frames stacked
+        assert obs.shape == env.observation_space.shape == (12, 24, 24) and obs.dtype.name == "uint8"
         episodes, steps = [], 0
         while not episodes:  # action 0 (up) reaches the goal only where it lies straight above
             obs, reward, terminated, truncated, info = env.step(0)
@@ -230,7 +231,7 @@ def test_reference_gives_sb3_a_pixel_env_as_ppo1_preprocesses_it_with_each_episo
         if truncated:  # 5 steps: the observation that was cut, for SB3 to bootstrap from
             assert steps == 5 and episode["r"] == 0.0
         first, _ = env.reset()  # the next episode's first observation, kept from PixelEnv's own reset
-        assert np.array_equal(first, env.env.obs)
+        assert np.array_equal(first, env.env.obs["image"])
     finally:
         env.close()
 

@@ -16,6 +16,7 @@ from ppo1.config import Config
 from ppo1.device import (CompiledDist, batched_act, bf16_capable, cuda_count, device_for_rank, devices_line,
                          parse_device, resolve_precision, to_cpu)
 from ppo1.distributed import Comm
+from ppo1.observations import Obs
 from ppo1.policies import build
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -102,12 +103,12 @@ def test_comm_exposes_the_local_rank():
 
 def test_cpu_batched_act_is_policy_act_on_the_same_arrays():
     policy = build("small", 6)
-    obs = np.random.default_rng(0).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)
+    obs = Obs({"image": np.random.default_rng(0).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)})
     act = batched_act(policy, torch.device("cpu"), obs)
     torch.manual_seed(1)
     a, lp, v, state = act(obs)
     torch.manual_seed(1)
-    a2, lp2, v2, _ = policy.act(torch.from_numpy(obs))
+    a2, lp2, v2, _ = policy.act(obs.map(torch.from_numpy))
     assert state is None  # a feed-forward policy carries no state
     assert a.dtype == np.int64 and lp.dtype == v.dtype == np.float32
     np.testing.assert_array_equal(a, a2.numpy())
@@ -137,7 +138,7 @@ def test_compile_failure_falls_back_to_eager_with_one_notice():
 def test_compiled_forward_and_backward_match_eager():
     policy = build("small", 6)
     forward = CompiledDist(policy, lambda m: pytest.fail(m), backend="eager")  # dynamo, no C compiler
-    obs = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
+    obs = Obs({"image": torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)})  # as Batch.forward gives it
     dist, value = forward(obs)
     assert forward.state == "compiled"
     (dist.logits.sum() + value.sum()).backward()
@@ -281,10 +282,10 @@ def test_cuda_batched_act_matches_the_cpu_policy(monkeypatch):
     policy = build("small", 6)
     gpu = build("small", 6).cuda()
     gpu.load_state_dict(policy.state_dict())
-    obs = np.random.default_rng(0).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)
+    obs = Obs({"image": np.random.default_rng(0).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)})
     a, lp, v, _ = batched_act(gpu, torch.device("cuda"), obs)(obs)
     assert a.shape == (3,) and a.dtype == np.int64 and lp.dtype == v.dtype == np.float32
-    dist, value = policy.dist(torch.from_numpy(obs))
+    dist, value = policy.dist(obs.map(torch.from_numpy))
     np.testing.assert_allclose(v, value.detach().numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(lp, dist.log_prob(torch.from_numpy(a)).detach().numpy(), rtol=1e-4, atol=1e-5)
 

@@ -36,8 +36,9 @@ def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended():
         dead = venv.envs[0].gym_env.unwrapped.engine
         new_obs, rewards, dones, episodes = venv.step(np.array([1, 1]))  # env 0's engine dies in this step
         assert dones.tolist() == [True, False] and rewards[0] == 0.0 and episodes == []
-        assert list(venv.cut) == [0] and np.array_equal(venv.cut[0], obs[0]) and venv.crashed == {0}
-        assert new_obs[0].tolist() == [0.0, 0.0, 1.0]  # the new env's first observation
+        assert list(venv.cut) == [0] and np.array_equal(venv.cut[0]["vector"], obs["vector"][0]) and \
+            venv.crashed == {0}
+        assert new_obs["vector"][0].tolist() == [0.0, 0.0, 1.0]  # the new env's first observation
         assert [(r.index, r.error) for r in venv.restarts] == [(0, "RuntimeError: the engine exited unexpectedly")]
         # the seed of the second env made in place 0, a function of (seed, rank, env, envs made there before)
         assert venv.made == [1, 0] and venv.allowed == 0
@@ -132,7 +133,7 @@ def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_i
     venv = make_vec_env("tests.childenv:make", 2, seed=0, rank=0, options=EnvOptions(env_kwargs='{"die_at": 6}'))
     try:
         venv.allowed = 1
-        policy = build("mlp", venv.action_space, venv.obs.shape[1:], rnn="lstm", rnn_size=8)
+        policy = build("mlp", venv.action_space, venv.obs_spec, rnn="lstm", rnn_size=8)
         seg = RecurrentCollector(venv, policy, 8, venv.reset(), seq_len=8).collect()
         assert seg.dones[:, 0].tolist() == [False] * 5 + [True, False, False] and seg.rewards[5, 0] == 0.0
         assert seg.cut_values[5, 0] == seg.values[5, 0] != 0.0
@@ -140,8 +141,8 @@ def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_i
         with torch.no_grad():  # what the value of the state after s_5 would have been: another number
             state = policy.initial_memory(1)
             for t in range(6):
-                _, _, state = policy.step(torch.from_numpy(seg.obs[t, :1]), state)
-            assert policy.step(torch.from_numpy(seg.obs[5, :1]), state)[1].item() != pytest.approx(seg.values[5, 0])
+                _, _, state = policy.step(seg.obs[t, :1].map(torch.from_numpy), state)
+            assert policy.step(seg.obs[5, :1].map(torch.from_numpy), state)[1].item() != pytest.approx(seg.values[5, 0])
     finally:
         venv.close()
 

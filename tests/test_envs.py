@@ -17,11 +17,11 @@ def play(env, steps, seed=0):
 
 def test_observation_is_a_stack_of_four_84x84_uint8_frames():
     env = AtariEnv("PongNoFrameskip-v4", env_seed(0, 0, 0))
-    obs = env.reset()
+    obs = env.reset()["image"]
     assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
     assert all(np.array_equal(obs[0], obs[i]) for i in range(4)), "reset repeats the first frame"
     obs2, reward, done, ep = env.step(0)
-    assert obs2.shape == (4, 84, 84) and obs2.dtype == np.uint8 and isinstance(reward, float)
+    assert obs2["image"].shape == (4, 84, 84) and obs2["image"].dtype == np.uint8 and isinstance(reward, float)
 
 
 def test_frame_stack_is_oldest_first_newest_last():
@@ -31,8 +31,8 @@ def test_frame_stack_is_oldest_first_newest_last():
     for a in [2, 2, 3, 3, 2, 2, 3]:
         obs, _, done, _ = env.step(a)
         assert not done
-        frames.append(obs[-1].copy())
-    np.testing.assert_array_equal(obs, np.stack(frames[-4:]))
+        frames.append(obs["image"][-1].copy())
+    np.testing.assert_array_equal(obs["image"], np.stack(frames[-4:]))
     assert not np.array_equal(frames[-1], frames[-4]), "the paddle moved: frames differ"
 
 
@@ -43,8 +43,8 @@ def test_frame_is_max_of_last_two_screens_resized():
     for _ in range(60):
         obs, *_ = env.step(2)
     expected = cv2.resize(np.maximum(env._raw[0], env._raw[1]), (84, 84), interpolation=cv2.INTER_AREA)
-    np.testing.assert_array_equal(obs[-1], expected)
-    assert obs[-1].max() > 0
+    np.testing.assert_array_equal(obs["image"][-1], expected)
+    assert obs["image"][-1].max() > 0
 
 
 def test_atari_steps_give_the_games_own_rewards_whose_sum_is_the_episode_score():
@@ -86,7 +86,8 @@ def test_after_a_lost_life_the_frame_stack_starts_afresh_from_one_frame():
     while starts < 3:
         obs, _, done, ep = env.step(int(rng.integers(env.num_actions)))
         if done and ep is None:  # a lost life, not the game's end
-            assert all(np.array_equal(obs[0], obs[i]) for i in range(1, 4)), "the previous life's frames remain"
+            assert all(np.array_equal(obs["image"][0], obs["image"][i]) for i in range(1, 4)), \
+                "the previous life's frames remain"
             starts += 1
 
 
@@ -108,7 +109,7 @@ def test_same_seed_same_game_and_distinct_seeds_differ():
     def trace(seed_seq):
         env = AtariEnv("PongNoFrameskip-v4", seed_seq)
         env.reset()
-        return np.stack([o.copy() for o, *_ in play(env, 200)])
+        return np.stack([o["image"].copy() for o, *_ in play(env, 200)])
     a = trace(env_seed(3, 0, 0))
     b = trace(env_seed(3, 0, 0))
     c = trace(env_seed(3, 1, 0))
@@ -119,10 +120,11 @@ def test_same_seed_same_game_and_distinct_seeds_differ():
 def test_vec_env_steps_k_games_with_distinct_seeds():
     venv = VecAtari("PongNoFrameskip-v4", 3, seed=0, rank=0)
     obs = venv.reset()
-    assert obs.shape == (3, 4, 84, 84)
+    assert obs["image"].shape == (3, 4, 84, 84)
     for _ in range(50):
         obs, rew, dones, eps = venv.step(np.array([2, 3, 2]))
     assert rew.shape == (3,) and dones.dtype == bool
+    obs = obs["image"]
     assert not np.array_equal(obs[0], obs[2]) or not np.array_equal(obs[1], obs[2])
 
 
@@ -142,7 +144,7 @@ def test_first_observation_after_a_fire_reset_is_the_max_of_the_last_two_screens
     """baselines' FireReset returns the obs of MaxAndSkip's step: the max of its last two screens."""
     import cv2
     env = AtariEnv("BreakoutNoFrameskip-v4", env_seed(0, 0, 0))
-    obs = env.reset()
+    obs = env.reset()["image"]
     assert env.has_fire
     last = np.zeros_like(env._raw[0])
     env.ale.getScreenGrayscale(last)

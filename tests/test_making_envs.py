@@ -54,7 +54,7 @@ def test_vec_atari_makes_its_games_through_seeded_envs_with_the_seeds_of_their_p
         assert venv.started == {0: [], 1: []}, "seeded_envs records what each env started (ALE: nothing)"
         renewed = venv.renew([3, 0])  # env 0 made anew with the seed of the 4th env of its place
         again = AtariEnv("PongNoFrameskip-v4", env_seed(5, 1, 0, 4))
-        np.testing.assert_array_equal(renewed[0], again.reset())
+        np.testing.assert_array_equal(renewed["image"][0], again.reset()["image"])
         assert venv.made == [4, 1] and venv.started == {0: [], 1: []}
     finally:
         venv.close()

@@ -20,7 +20,7 @@ def test_vec_gym_gives_float32_vectors_and_real_episode_statistics():
     venv = make_vec_env("CartPole-v1", 2, seed=0, rank=0)
     assert isinstance(venv, VecGym)
     obs = venv.reset()
-    assert obs.shape == (2, 4) and obs.dtype == np.float32
+    assert list(obs) == ["vector"] and obs["vector"].shape == (2, 4) and obs["vector"].dtype == np.float32
     episodes, steps = [], 0
     while len(episodes) < 3:
         obs, rew, dones, eps = venv.step(np.array([0, 1]))
@@ -192,7 +192,8 @@ def test_a_time_limit_cut_is_reported_with_the_last_observation_and_a_terminatio
         obs, _, dones, eps = venv.step(np.zeros((2, 1), np.float32))
         assert bool(venv.cut) == (step == 199) and dones.all() == (step == 199)
     assert sorted(venv.cut) == [0, 1] and all(e.truncated for e in eps)
-    assert all(not np.array_equal(venv.cut[i], obs[i]) for i in (0, 1)), "obs is already the next episode's"
+    assert all(not np.array_equal(venv.cut[i]["vector"], obs["vector"][i]) for i in (0, 1)), \
+        "obs is already the next episode's"
     cart = make_vec_env("CartPole-v1", 1, seed=0, rank=0)
     cart.reset()
     done = False

@@ -32,7 +32,9 @@ def test_a_frame_is_resized_by_area_and_turned_gray_channels_first():
     native = preprocess(image[:, :, 0], Frames(size=0))  # (H, W) images have one channel; 0 keeps the size
     assert native.shape == (1, 4, 4) and native[0, 0, 0] == 255
     assert obs_shape((210, 160, 3), Frames(size=0, gray=False, stack=2)) == (6, 210, 160)
-    assert obs_shape((64, 48), Frames()) == (4, 84, 84)
+    assert obs_shape((100, 48), Frames()) == (4, 84, 84)  # larger than --frame_size on a side: resized
+    # smaller on both sides (a 7x7 symbolic view): its size and channels kept, no upscaling, no gray
+    assert obs_shape((64, 48), Frames()) == (4, 64, 48) and obs_shape((7, 7, 3), Frames()) == (12, 7, 7)
 
 
 def test_the_frame_stack_holds_the_last_frames_oldest_first():
@@ -62,12 +64,12 @@ def test_a_time_limit_truncation_is_done_with_its_last_observation_kept_for_the_
     from ppo1.envref import resolve
     env = PixelEnv(resolve("tests.pixelenv:make_env", '{"size": 16, "max_steps": 3}'), env_seed(0, 0, 0),
                    Frames(size=16, stack=2))
-    first = env.reset().copy()
+    first = env.reset()["image"].copy()
     assert first.shape == (2, 16, 16) and np.array_equal(first[0], first[1]), "a start repeats its first frame"
     results = [env.step(0) for _ in range(3)]  # up, up, up: seed 0 puts the goal elsewhere
     ep = results[-1][3]
     assert [r[2] for r in results] == [False, False, True] and ep.truncated and ep.length == 3
-    assert env.cut_obs is not None and not np.array_equal(env.cut_obs, results[-1][0])
+    assert env.cut_obs is not None and not np.array_equal(env.cut_obs["image"], results[-1][0]["image"])
 
 
 def test_videos_show_the_envs_render_else_its_own_images():
@@ -80,7 +82,7 @@ def test_videos_show_the_envs_render_else_its_own_images():
         np.testing.assert_array_equal(env.rgb(), env.gym_env.unwrapped._image())
     assert plain.gym_env.render_mode is None and rendered.gym_env.render_mode == "rgb_array"
     gray = np.arange(12, dtype=np.uint8).reshape(3, 4)  # an (H, W) image becomes RGB
-    plain._image = gray
+    plain._raw["image"] = gray
     assert plain.rgb().shape == (3, 4, 3) and np.array_equal(plain.rgb()[:, :, 2], gray)
 
 
@@ -91,7 +93,8 @@ def test_the_three_ways_of_naming_an_env_give_their_families():
     assert env_family("CartPole-v1").name == "vector" and env_family("PongNoFrameskip-v4").name == "atari"
     venv = make_vec_env("tests.pixelenv:make_env", 2, seed=0, rank=0,
                         options=EnvOptions('{"size": 24}', Frames(size=0, gray=False, stack=1)))
-    assert venv.reset().shape == (2, 3, 24, 24) and venv.obs.dtype == np.uint8 and venv.num_actions == 4
+    assert venv.reset()["image"].shape == (2, 3, 24, 24) and venv.obs["image"].dtype == np.uint8
+    assert venv.num_actions == 4
 
 
 # ------------------------------------------------------------------------------ through the CLI
@@ -139,13 +142,13 @@ def test_a_checkpoint_refuses_the_env_once_its_observations_differ(pixel_run, tm
     ck, _ = pixel_run
     shutil.copytree(ck / "px", tmp_path / "px")
     config = json.loads((tmp_path / "px" / "config.json").read_text())
-    config["pixels"]["frame_size"] = 48  # a "changed env"
+    config["pixels"]["frame_size"] = 20  # a "changed env": its 24x24 RGB images (kept as they are) now resized
     (tmp_path / "px" / "config.json").write_text(json.dumps(config))
     r = run_cli(["--checkpoint_dir", str(tmp_path), "--model_name", "px", "--env_steps", "2048"])
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
-        "ppo1: error: checkpoint holds a model of observations (4, 84, 84), tests.pixelenv:make_env now gives "
-        "(4, 48, 48): was the env or its preprocessing changed?"]
+        "ppo1: error: checkpoint holds a model of observations image (12, 24, 24), tests.pixelenv:make_env now "
+        "gives image (4, 20, 20): was the env or its preprocessing changed?"]
 
 
 def test_play_and_movie_size_the_model_from_the_checkpoint_and_refuse_an_env_that_changed(pixel_run, tmp_path):
@@ -157,17 +160,18 @@ def test_play_and_movie_size_the_model_from_the_checkpoint_and_refuse_an_env_tha
     ck, _ = pixel_run
     shutil.copytree(ck / "px", tmp_path / "px")
     saved = torch.load(tmp_path / "px" / "latest.pt", weights_only=False)
-    assert saved["model_io"] == {"actions": "discrete", "vec_dim": 0, "stacked": True}
+    assert saved["model_io"] == {"actions": "discrete", "stacked": False}  # 4 RGB frames, not 4 gray ones
+    assert saved["obs_spec"] == [["image", "image", [12, 24, 24]]]
     saved["config"]["env_kwargs"] = '{"size": 4}'  # PixelSquare refuses it: no env of this run can be made now
     torch.save(saved, tmp_path / "px" / "latest.pt")
     trained = load_trained(Config(checkpoint_dir=str(tmp_path), model_name="px"), {}, Comm(None))  # makes no env
-    assert trained.obs_shape == (4, 84, 84) and trained.policy.num_actions == 4
+    assert trained.obs_spec.describe() == "image (12, 24, 24)" and trained.policy.num_actions == 4
     seed = np.random.SeedSequence(0)
     fits = make_eval_env("tests.pixelenv:make_env", seed, options=EnvOptions('{"size": 24}'))
     trained.check_env(fits)
     fits.close()
-    smaller = make_eval_env("tests.pixelenv:make_env", seed, options=EnvOptions('{"size": 24}', Frames(size=48)))
-    with pytest.raises(PPO1Error, match=r"holds a model of observations \(4, 84, 84\), .* now gives \(4, 48, 48\)"):
+    smaller = make_eval_env("tests.pixelenv:make_env", seed, options=EnvOptions('{"size": 24}', Frames(size=20)))
+    with pytest.raises(PPO1Error, match=r"holds a model of observations image \(12, 24, 24\), .* now gives image \(4, 20, 20\)"):
         trained.check_env(smaller)
     smaller.close()
     binary = make_eval_env("tests.pixelenv:make_env", seed, options=EnvOptions('{"size": 24, "multibinary": true}'))
@@ -175,9 +179,9 @@ def test_play_and_movie_size_the_model_from_the_checkpoint_and_refuse_an_env_tha
         trained.check_env(binary)
     binary.close()
     del saved["model_io"]  # a checkpoint of before model_io: sized from its env, made as then, and checked alike
-    saved["config"]["env_kwargs"], saved["config"]["pixels"]["frame_size"] = '{"size": 24}', 48
+    saved["config"]["env_kwargs"], saved["config"]["pixels"]["frame_size"] = '{"size": 24}', 20
     torch.save(saved, tmp_path / "px" / "latest.pt")
-    with pytest.raises(PPO1Error, match=r"holds a model of observations \(4, 84, 84\), .* now gives \(4, 48, 48\)"):
+    with pytest.raises(PPO1Error, match=r"holds a model of observations image \(12, 24, 24\), .* now gives image \(4, 20, 20\)"):
         load_trained(Config(checkpoint_dir=str(tmp_path), model_name="px"), {}, Comm(None))
 
 
@@ -227,17 +231,16 @@ def test_an_env_that_cannot_be_named_made_or_trained_is_one_line_and_exit_2_on_e
 
 
 # ------------------------------------------------------------------------------ Dict observations
-def test_a_dict_observation_trains_on_its_only_image_entry_unless_obs_key_names_another(tmp_path):
+def test_a_dict_observation_trains_on_its_image_entries_unless_obs_key_names_one(tmp_path):
     import gymnasium
-    from ppo1.envs.pixels import image_key
+    from ppo1.envs.pixels import image_key, image_keys
     from tests.pixelenv import make_dict_env
     env = make_dict_env(size=24)
     assert image_key(env.observation_space) == "screen" and image_key(env.observation_space, "screen") == "screen"
     with pytest.raises(PPO1Error, match=r"--obs_key='steps' is not an image entry .* choose from screen"):
         image_key(env.observation_space, "steps", "e")
     two = gymnasium.spaces.Dict({"a": env.observation_space["screen"], "b": env.observation_space["screen"]})
-    with pytest.raises(PPO1Error, match=r"2 image entries: name the one to train on with --obs_key \(a, b\)"):
-        image_key(two, "", "e")
+    assert image_keys(two, "", "e") == ["a", "b"] and image_keys(two, "b", "e") == ["b"]
     with pytest.raises(PPO1Error, match="--obs_key='a' is for Dict observations"):
         image_key(env.observation_space["screen"], "a", "e")
     r = run_cli([*TINY, "--env_name", "tests.pixelenv:make_dict_env", "--env_kwargs", '{"size": 24}',
@@ -246,35 +249,39 @@ def test_a_dict_observation_trains_on_its_only_image_entry_unless_obs_key_names_
     state = json.loads((tmp_path / "d" / "config.json").read_text())
     assert state["pixels"]["obs_key"] == "" and state["pixels"]["obs_vectors"] and "ppo1: done: 512 steps" in r.stdout
     saved = torch.load(tmp_path / "d" / "latest.pt", weights_only=True)
-    # 4 gray frames and the channel of the packed step count; its statistics and the heads' extra input saved
-    assert saved["obs_shape"] == [5, 24, 24] and saved["model"]["vec_rms.count"] > 500
+    # 4 gray frames and the step count beside them; its statistics and the heads' extra input saved
+    assert saved["obs_spec"] == [["image", "image", [4, 24, 24]], ["vector", "vector", [1]]]
+    assert saved["model"]["vec_rms.count"] > 500
     assert saved["model"]["pi.weight"].shape[1] == 256 + 1
+    r = run_cli(["--mode", "play", "--episodes", "1", "--checkpoint_dir", str(tmp_path), "--model_name", "d"])
+    assert r.returncode == 0 and "ppo1: 1 games: score" in r.stdout, r.stderr
+    # as the version before observations had named entries wrote it: the vector packed into a 5th channel
+    del saved["obs_spec"]
+    saved["obs_shape"], saved["model_io"]["vec_dim"] = [5, 24, 24], 1
+    torch.save(saved, tmp_path / "d" / "latest.pt")
     r = run_cli(["--mode", "play", "--episodes", "1", "--checkpoint_dir", str(tmp_path), "--model_name", "d"])
     assert r.returncode == 0 and "ppo1: 1 games: score" in r.stdout, r.stderr
 
 
-def test_a_dicts_vector_entries_ride_in_one_more_channel_and_change_what_the_policy_outputs():
+def test_a_dicts_vector_entries_reach_the_policy_beside_the_image_and_change_what_it_outputs():
     from ppo1.envref import resolve
-    from ppo1.envs.pixels import Frames, PixelEnv, pack_vector, unpack_vector
-    channel = np.zeros((24, 24), np.uint8)
-    values = np.array([1.5, -2.25e6, 0.0, 7.0], np.float32)
-    pack_vector(values, channel)
-    np.testing.assert_array_equal(unpack_vector(channel[None, None], 4)[0], values)
-    assert not channel.reshape(-1)[16:].any()
+    from ppo1.envs.pixels import Frames, PixelEnv
+    from ppo1.observations import Obs
     ref = resolve("tests.pixelenv:make_dict_env", '{"size": 24}')
     env = PixelEnv(ref, env_seed(0, 0, 0), Frames(size=0, vectors=True))
     plain = PixelEnv(ref, env_seed(0, 0, 0), Frames(size=0))
-    assert (env.obs_shape, env.vec_dim, plain.obs_shape, plain.vec_dim) == ((5, 24, 24), 1, (4, 24, 24), 0)
+    assert (env.obs_spec.describe(), plain.obs_spec.describe()) == ("image (4, 24, 24), vector (1,)", "image (4, 24, 24)")
     obs = env.reset()
-    np.testing.assert_array_equal(obs[:4], plain.reset())
-    assert unpack_vector(obs, 1).tolist() == [0.0]
+    np.testing.assert_array_equal(obs["image"], plain.reset()["image"])
+    assert obs["vector"].tolist() == [0.0] and obs["vector"].dtype == np.float32
     obs, *_ = env.step(0)
-    assert unpack_vector(obs, 1).tolist() == [1.0], "the steps entry after one step"
-    policy = build("small", env.action_space, env.obs_shape, vec_dim=1)
+    assert obs["vector"].tolist() == [1.0], "the steps entry after one step"
+    policy = build("small", env.action_space, env.obs_spec)
     early, late = obs.copy(), obs.copy()
-    pack_vector(np.array([40.0], np.float32), late[-1])
-    assert policy.observe(np.stack([early, late]))  # the running statistics of the vector: mean 20.5, std 19.5
-    logits, values = policy(torch.from_numpy(np.stack([early, late])))
+    late["vector"][:] = 40.0
+    both = Obs.stack([early, late])
+    assert policy.observe(both)  # the running statistics of the vector: mean 20.5, std 19.5
+    logits, values = policy(both.map(torch.from_numpy))
     assert not torch.equal(values[0], values[1]) and not torch.equal(logits[0], logits[1])
     for e in (env, plain):
         e.close()

@@ -45,7 +45,7 @@ def test_vizdoom_ends_an_episode_at_its_timeout_as_terminal_its_last_screen_bein
     from ppo1.envref import resolve
     env = PixelEnv(resolve("VizdoomBasic-v1"), np.random.SeedSequence(0), Frames(skip=4))
     try:
-        assert env.key == "screen" and env.obs_shape == (4, 84, 84)
+        assert env.key == "screen" and env.obs_spec.to_list() == [["image", "image", [4, 84, 84]]]
         env.reset()
         for _ in range(100):  # MOVE_LEFT only: the monster lives until the 300-tic timeout (75 steps of 4)
             obs, _reward, done, episode = env.step(0)

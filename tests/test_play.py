@@ -136,7 +136,7 @@ def test_a_recurrent_policy_plays_with_its_memory_zeroed_after_each_lost_life_as
 
     torch.manual_seed(0)
     env = make_eval_env("BreakoutNoFrameskip-v4", np.random.SeedSequence(0))
-    policy = build("small", env.action_space, env.obs_shape, rnn="lstm", rnn_size=16).eval()
+    policy = build("small", env.action_space, env.obs_spec, rnn="lstm", rnn_size=16).eval()
     states, lost = [], []  # the state before each step's action; whether that step lost a life
     real_step, real_env_step = policy.step, env.step
 

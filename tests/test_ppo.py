@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from ppo1.advantages import standardize
+from ppo1.observations import Obs
 from ppo1.ppo import clipped_surrogate, explained_variance, linear_alpha, ppo_loss
 
 
@@ -91,7 +92,8 @@ def _tiny_update(values=None, **kw):
     actions = torch.arange(n) % 3
     old_logp = dist.log_prob(actions)
     adv = torch.linspace(-3, 5, n)
-    stats = update(policy, opt, Comm(None), Batch(obs, actions, old_logp, adv, torch.zeros(n), np.random.default_rng(0), values),
+    stats = update(policy, opt, Comm(None), Batch(Obs({"image": obs}), actions, old_logp, adv, torch.zeros(n),
+                                                  np.random.default_rng(0), values),
                    Hyper(clip=0.1, lr=1e-3, **{"epochs": 1, **kw}, minibatch=8, vf_coef=1.0, ent_coef=0.0))
     return policy, stats, opt
 
@@ -221,7 +223,7 @@ def test_non_finite_gradients_stop_the_update_before_the_optimizer_step():
     obs = torch.randint(0, 256, (n, 4, 84, 84), dtype=torch.uint8)
     returns = torch.zeros(n)
     returns[5] = float("nan")  # e.g. an env's NaN reward
-    batch = Batch(obs, torch.zeros(n, dtype=torch.long), torch.zeros(n), torch.ones(n), returns,
+    batch = Batch(Obs({"image": obs}), torch.zeros(n, dtype=torch.long), torch.zeros(n), torch.ones(n), returns,
                   np.random.default_rng(0))
     with pytest.raises(NonFiniteUpdate, match="epoch 1, minibatch 1"):
         update(policy, opt, Comm(None), batch, Hyper(clip=0.1, lr=1e-3, epochs=2, minibatch=16, vf_coef=1.0,

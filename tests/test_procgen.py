@@ -82,7 +82,7 @@ def test_a_missing_system_library_is_one_line_naming_it_on_every_rank(tmp_path):
 def test_procgen_env_gives_chw_rgb_frames_and_draws_its_levels():
     from ppo1.envs import ProcgenEnv, ProcgenLevels, VecProcgen
     env = ProcgenEnv("procgen:coinrun", np.random.SeedSequence(0), ProcgenLevels(200, 0, "easy"))
-    obs = env.reset()
+    obs = env.reset()["image"]
     assert obs.shape == (3, 64, 64) and obs.dtype == np.uint8 and env.num_actions == 15
     np.testing.assert_array_equal(env.rgb(), obs.transpose(1, 2, 0))  # the video frame is what the agent sees
     train_levels, episodes = {env.level_seed}, []
@@ -97,7 +97,7 @@ def test_procgen_env_gives_chw_rgb_frames_and_draws_its_levels():
     unseen.reset()
     assert unseen.level_seed >= 200
     venv = VecProcgen("procgen:coinrun", 3, 0, 1, ProcgenLevels(200, 0, "easy"))
-    assert venv.reset().shape == (3, 3, 64, 64) and venv.get_state() is None
+    assert venv.reset()["image"].shape == (3, 3, 64, 64) and venv.get_state() is None
 
 
 @needs_procgen

@@ -12,6 +12,7 @@ from ppo1 import PPO1Error
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvOptions, make_vec_env
+from ppo1.observations import Obs
 from ppo1.policies import RecurrentCore, build
 from ppo1.rollout import Batch, RecurrentBatch, RecurrentCollector
 
@@ -55,12 +56,12 @@ def test_each_env_state_starts_from_zeros_at_an_episode_start_and_is_its_own():
     assert seg.dones.sum() >= 9  # episodes of 4 steps: several start inside each chunk of 8
     with torch.no_grad():
         for t, i in zip(*np.nonzero(seg.dones[:-1])):  # the step after an episode's last: as from zeros
-            _, value, _ = policy.step(torch.from_numpy(seg.obs[t + 1, i:i + 1]), policy.initial_memory(1))
+            _, value, _ = policy.step(seg.obs[t + 1, i:i + 1].map(torch.from_numpy), policy.initial_memory(1))
             assert value.item() == pytest.approx(seg.values[t + 1, i], abs=1e-6)
         # env 1 alone, from zeros, step by step: the values the batched rollout gave it (no other env's state)
         state = policy.initial_memory(1)
         for t in range(16):
-            _, value, state = policy.step(torch.from_numpy(seg.obs[t, 1:2]), state)
+            _, value, state = policy.step(seg.obs[t, 1:2].map(torch.from_numpy), state)
             assert value.item() == pytest.approx(seg.values[t, 1], abs=1e-6)
             state = state * float(not seg.dones[t, 1])
     venv.close()
@@ -178,16 +179,16 @@ def minibatch_sizes(cfg: Config) -> list[int]:
     n, length = cfg.timesteps_per_actorbatch * cfg.envs_per_rank, cfg.seq_len()
     step, zeros = torch.arange(n).float(), torch.zeros(n)
     if cfg.rnn != "none":
-        batch = RecurrentBatch(step[:, None], zeros, zeros, zeros, zeros, np.random.default_rng(0), starts=zeros.bool(),
+        batch = RecurrentBatch(Obs({"vector": step[:, None]}), zeros, zeros, zeros, zeros, np.random.default_rng(0), starts=zeros.bool(),
                                memory0=torch.arange(n // length)[:, None].float(), seq_len=length)
     else:
-        batch = Batch(step[:, None], zeros, zeros, zeros, zeros, np.random.default_rng(0))
+        batch = Batch(Obs({"vector": step[:, None]}), zeros, zeros, zeros, zeros, np.random.default_rng(0))
     mbs = list(batch.minibatches(cfg.optim_batchsize * cfg.envs_per_rank))
     if cfg.rnn != "none":
         chunks = torch.cat([mb.memory0[:, 0] for mb in mbs])
         assert len(set(chunks.tolist())) == len(chunks)
         for mb in mbs:
-            assert torch.equal(mb.obs[:, 0].view(-1, length), mb.memory0 * length + torch.arange(length))
+            assert torch.equal(mb.obs["vector"][:, 0].view(-1, length), mb.memory0 * length + torch.arange(length))
     return [len(mb) for mb in mbs]
 
 
@@ -266,7 +267,7 @@ def test_a_recurrent_atari_run_records_videos_and_plays_and_films_through_the_ap
             "samples per rank, as many as without --rnn") in lines
     assert sorted(p.name for p in (tmp_path / "b" / "videos").iterdir())[0].endswith(".mp4")
     ck = torch.load(tmp_path / "b" / "latest.pt", weights_only=True)
-    assert ck["obs_shape"] == [1, 84, 84] and ck["ranks"][0]["rnn_state"].shape == (2, 128)  # h and c of 2 envs
+    assert ck["obs_spec"] == [["image", "image", [1, 84, 84]]] and ck["ranks"][0]["rnn_state"].shape == (2, 128)  # h and c of 2 envs
     scores = ppo1.play("b", str(tmp_path), episodes=2, log=None)
     assert len(scores) == 2 and all(s >= 0 for s in scores)
     rec = movie(Config(checkpoint_dir=str(tmp_path), model_name="b"), {}, Comm(None), max_frames=90,

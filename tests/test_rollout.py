@@ -2,12 +2,13 @@ import numpy as np
 import torch
 
 from ppo1.advantages import standardize
+from ppo1.observations import Obs
 from ppo1.rollout import Segment
 
 
 def _segment(T=4, k=2):
     rng = np.random.default_rng(0)
-    seg = Segment(obs=rng.integers(0, 256, (T, k, 4, 84, 84), dtype=np.uint8),
+    seg = Segment(obs=Obs({"image": rng.integers(0, 256, (T, k, 4, 84, 84), dtype=np.uint8)}),
                   actions=rng.integers(0, 6, (T, k)), logp=rng.normal(size=(T, k)).astype(np.float32),
                   values=rng.normal(size=(T, k)).astype(np.float32), rewards=np.zeros((T, k), np.float32),
                   dones=np.zeros((T, k), bool), last_value=np.zeros(k, np.float32), episodes=[])
@@ -19,9 +20,10 @@ def _segment(T=4, k=2):
 def test_batch_flattens_time_and_envs_and_standardizes_advantages_over_the_batch():
     seg = _segment()
     b = seg.batch(torch.device("cpu"), np.random.default_rng(1), standardize_adv=True)
-    assert len(b) == 8 and b.obs.shape == (8, 4, 84, 84) and b.obs.dtype == torch.uint8
-    assert torch.equal(b.obs[3], torch.from_numpy(seg.obs[1, 1]))      # sample t * k + i
-    assert b.obs.is_contiguous(memory_format=torch.channels_last)  # on the CPU laid out once for the convolutions
+    frames = b.obs["image"]
+    assert len(b) == 8 and frames.shape == (8, 4, 84, 84) and frames.dtype == torch.uint8
+    assert torch.equal(frames[3], torch.from_numpy(seg.obs["image"][1, 1]))      # sample t * k + i
+    assert frames.is_contiguous(memory_format=torch.channels_last)  # on the CPU laid out once for the convolutions
     assert torch.equal(b.adv, torch.from_numpy(standardize(seg.advantages.reshape(8))))
     raw = seg.batch(torch.device("cpu"), np.random.default_rng(1), standardize_adv=False)
     assert torch.equal(raw.adv, torch.from_numpy(seg.advantages.reshape(8)))
@@ -36,8 +38,8 @@ def test_minibatches_draw_one_permutation_per_epoch_in_equal_minibatches():
         mbs = list(b.minibatches(3))
         assert [len(m) for m in mbs] == [3, 3], "the 2 left over sit this epoch out (baselines, CleanRL)"
         assert torch.equal(torch.cat([m.returns for m in mbs]), b.returns[torch.from_numpy(perm[:6])])
-        assert torch.equal(mbs[1].obs, b.obs[torch.from_numpy(perm[3:6])])  # the same rows, still channels-last
-        assert mbs[1].obs.is_contiguous(memory_format=torch.channels_last)
+        assert torch.equal(mbs[1].obs["image"], b.obs["image"][torch.from_numpy(perm[3:6])])  # the same rows,
+        assert mbs[1].obs["image"].is_contiguous(memory_format=torch.channels_last)  # still channels-last
         assert [len(m) for m in b.minibatches(4)] == [4, 4] and [len(m) for m in b.minibatches(8)] == [8]
         twin.permutation(8), twin.permutation(8)
     assert rng.bit_generator.state == twin.bit_generator.state  # nothing else drawn: resume stays bit-identical
@@ -70,11 +72,11 @@ def test_the_collector_records_the_value_of_each_time_limit_cut_episodes_last_ob
     from ppo1.rollout import Collector
     torch.manual_seed(0)
     venv = make_vec_env("Pendulum-v1", 2, seed=0, rank=0)  # every episode cut at 200 steps
-    policy = build("mlp", venv.action_space, venv.obs.shape[1:])
+    policy = build("mlp", venv.action_space, venv.obs_spec)
     seg = Collector(venv, policy, 200, venv.reset()).collect()
     assert np.flatnonzero(seg.cut_values.any(axis=1)).tolist() == [199] and seg.dones[199].all()
     with torch.no_grad():  # the step that cut them was the segment's last: venv.cut still holds their observations
-        _, expected = policy.dist(torch.from_numpy(np.stack([venv.cut[0], venv.cut[1]])))
+        _, expected = policy.dist(Obs.stack([venv.cut[0], venv.cut[1]]).map(torch.from_numpy))
     np.testing.assert_allclose(seg.cut_values[199], expected.numpy(), rtol=1e-6)
 
 
@@ -88,7 +90,7 @@ def test_multidiscrete_actions_are_stored_per_step_as_integer_vectors_and_index_
     venv = make_vec_env("tests.pixelenv:make_multidiscrete_env", 2, seed=0, rank=0,
                         options=EnvOptions('{"size": 24}', Frames(size=24, stack=2)))
     assert venv.action_space == gymnasium.spaces.MultiDiscrete([4, 2]) and venv.num_actions == 6
-    policy = build("impala", venv.action_space, venv.obs.shape[1:])
+    policy = build("impala", venv.action_space, venv.obs_spec)
     seg = Collector(venv, policy, 8, venv.reset()).collect()
     assert seg.actions.shape == (8, 2, 2) and seg.actions.dtype == np.int64
     assert seg.actions[..., 0].max() < 4 and seg.actions[..., 1].max() < 2

@@ -86,10 +86,10 @@ def test_frozen_lake_gives_the_one_hot_of_its_cell_and_taxi_of_its_state_to_an_m
             obs = venv.reset()
             for _ in range(5):
                 states = [env.gym_env.unwrapped.s for env in venv.envs]
-                np.testing.assert_array_equal(obs, np.eye(n, dtype=np.float32)[states])
+                np.testing.assert_array_equal(obs["vector"], np.eye(n, dtype=np.float32)[states])
                 obs, *_ = venv.step(np.array([1, 2]))
-            policy = build("mlp", venv.action_space, venv.obs.shape[1:])
-            actions, *_ = policy.act(torch.from_numpy(obs))
+            policy = build("mlp", venv.action_space, venv.obs_spec)
+            actions, *_ = policy.act(obs.map(torch.from_numpy))
             assert policy.pi[0].in_features == n and actions.shape == (2,)
         finally:
             venv.close()
@@ -109,7 +109,7 @@ def test_blackjack_trains_under_mpirun_on_the_one_hots_of_its_cards_and_plays_it
     assert r.returncode == 0, r.stderr
     assert "2 ranks x 2 envs = 4 actors" in r.stdout and "ppo1: done: 1024 steps in 2 iterations" in r.stdout
     state = torch.load(tmp_path / "bj" / "latest.pt", weights_only=True)
-    assert state["obs_shape"] == [32 + 11 + 2] and state["model"]["pi.0.weight"].shape == (64, 45)
+    assert state["obs_spec"] == [["vector", "vector", [32 + 11 + 2]]] and state["model"]["pi.0.weight"].shape == (64, 45)
     # every observation of both ranks is one 1 in each of its three one-hots: each block sums to the count
     seen, total = state["model"]["ob_rms.sum"], round(float(state["model"]["ob_rms.count"]))  # (+ its epsilon 1e-2)
     assert total >= 1024 and [float(seen[a:b].sum()) for a, b in ((0, 32), (32, 43), (43, 45))] == [total] * 3

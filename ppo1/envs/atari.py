@@ -24,6 +24,7 @@ import torch
 from ppo1 import PPO1Error
 from ppo1.envs.base import Episode, VecEnv, env_call, env_spec, load_gymnasium, seeded_envs
 from ppo1.envs.family import Family
+from ppo1.observations import IMAGE, Obs, ObsSpec
 from ppo1.envs.procgen import is_procgen
 
 FRAME_SKIP = 4
@@ -68,8 +69,6 @@ class AtariEnv:
 
     cut_note = " (cut at the 108,000-frame limit)"  # how play names a game cut short
 
-    vec_dim = 0  # no vector entries packed beside the image (PixelEnv's Dict observations)
-
     def __init__(self, env_id: str, seed: np.random.SeedSequence, episode_life: bool = True,
                  render_mode: str | None = None, stack: int = FRAME_STACK):
         self.env_id = env_id
@@ -81,14 +80,15 @@ class AtariEnv:
         self.action_set = list(self.gym_env._action_set)
         self.num_actions = len(self.action_set)
         self.action_space = self.gym_env.action_space
-        self.obs_shape = (stack, FRAME_SIZE, FRAME_SIZE)
+        self.obs_spec = ObsSpec.of({IMAGE: (stack, FRAME_SIZE, FRAME_SIZE)})
         self.stacked = stack > 1  # a stack of gray frames, one channel each
         meanings = self.gym_env.get_action_meanings()
         self.has_fire = len(meanings) >= 3 and meanings[1] == "FIRE"
         self.rng = np.random.default_rng(noop_seed)
         h, w = self.ale.getScreenDims()
         self._raw = np.zeros((2, h, w), np.uint8)                  # last two grayscale frames
-        self.stack = np.zeros(self.obs_shape, np.uint8)
+        self.stack = np.zeros((stack, FRAME_SIZE, FRAME_SIZE), np.uint8)
+        self.observation = Obs({IMAGE: self.stack})  # what reset and step return: the stack, by name
         self.lives = 0
         self.life_lost = False  # the last step lost a life and the game goes on (what play tells the Player)
         self.ep_return = 0.0
@@ -131,8 +131,8 @@ class AtariEnv:
             self._internal_step(2)
 
     # ---------------------------------------------------------------- API
-    def reset(self) -> np.ndarray:
-        """Start a new real game. Returns obs (4, 84, 84) uint8, the first frame repeated."""
+    def reset(self) -> Obs:
+        """Start a new real game. Returns obs: "image" (4, 84, 84) uint8, the first frame repeated."""
         over = env_call(self._new_game)
         if not (self.has_fire and not over):
             # no agent-sized step ran: the first frame is the last screen (baselines' NoopReset)
@@ -142,7 +142,7 @@ class AtariEnv:
         self.stack[:] = self._frame()
         self.lives = self.ale.lives()
         self.life_lost = False
-        return self.stack
+        return self.observation
 
     def _new_game(self) -> bool:
         """The emulator's part of reset: a new game, its random no-ops and FIRE. Returns whether it is over."""
@@ -160,7 +160,7 @@ class AtariEnv:
                 break
         return over
 
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, Episode | None]:
+    def step(self, action: int) -> tuple[Obs, float, bool, Episode | None]:
         """Take one agent step.
 
         Returns (obs, reward, done, episode): reward is the game's own; done is True when the agent's
@@ -185,10 +185,10 @@ class AtariEnv:
         elif life_lost:  # a new agent episode: the stack starts afresh from its first frame (CleanRL's
             env_call(self._start)  # FrameStack refills it at the reset that follows a lost life)
             self.stack[:] = self._frame()
-            obs = self.stack
+            obs = self.observation
         else:
             self._push(self._frame())
-            obs = self.stack
+            obs = self.observation
         return obs, reward, over or life_lost, episode
 
     def get_state(self) -> dict:
@@ -198,15 +198,15 @@ class AtariEnv:
                 "rng": self.rng.bit_generator.state, "stack": torch.from_numpy(self.stack.copy()),
                 "lives": self.lives, "ep_return": self.ep_return, "ep_length": self.ep_length}
 
-    def set_state(self, state: dict) -> np.ndarray:
-        """Restore what get_state() returned. Returns the current observation (4, 84, 84) uint8."""
+    def set_state(self, state: dict) -> Obs:
+        """Restore what get_state() returned. Returns the current observation ("image" (4, 84, 84) uint8)."""
         import ale_py
         self.ale.restoreState(ale_py.ALEState(state["ale"]))
         self.rng.bit_generator.state = state["rng"]
         self.stack[:] = state["stack"].numpy()
         self.lives, self.ep_return, self.ep_length = state["lives"], state["ep_return"], state["ep_length"]
         self.ep_start = time.time()
-        return self.stack
+        return self.observation
 
     def rgb(self) -> np.ndarray:
         """The current emulator screen as RGB: (210, 160, 3) uint8."""
@@ -242,14 +242,14 @@ class _FrameTap:
 
 
 class VecAtari(VecEnv):
-    """k AtariEnvs of one rank: obs (k, 4, 84, 84) uint8, made by seeded_envs (those made are closed when one
+    """k AtariEnvs of one rank: obs "image" (k, 4, 84, 84) uint8, made by seeded_envs (those made are closed when one
     cannot be)."""
 
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, episode_life: bool = True,
                  stack: int = FRAME_STACK):
         envs, remake, started = seeded_envs(
             lambda seed_seq: AtariEnv(env_id, seed_seq, episode_life=episode_life, stack=stack), num_envs, seed, rank)
-        super().__init__(envs, np.uint8, remake)
+        super().__init__(envs, remake)
         self.started = started
 
 

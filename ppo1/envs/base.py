@@ -12,6 +12,7 @@ import numpy as np
 
 from ppo1 import PPO1Error, error_line
 from ppo1.envs.children import recording, shielded
+from ppo1.observations import Obs
 
 
 def load_gymnasium():
@@ -136,7 +137,7 @@ class VecEnv:
 
     family = None  # the Family (ppo1.envs.family) of its envs; set by each family
 
-    def __init__(self, envs: list, obs_dtype, remake=None):
+    def __init__(self, envs: list, remake=None):
         """remake(index, n): a new env in place of env `index` when n envs were made there before (its own seed,
         env_seed), or None when the envs cannot be made again. An env whose step raises (EnvRaised) is made
         anew while `allowed` > 0 (the trainer sets it before each rollout from --env_restarts; 0: the run stops)."""
@@ -144,10 +145,10 @@ class VecEnv:
         self.num_envs = len(envs)
         self.num_actions = envs[0].num_actions
         self.action_space = envs[0].action_space
-        self.vec_dim = envs[0].vec_dim  # numbers packed into the images' last channel (pixels)
+        self.obs_spec = envs[0].obs_spec  # the named entries of its observations (ppo1.observations)
         self.stacked = getattr(envs[0], "stacked", None)  # the images are stacks of one-channel frames (the policy's frame mean)
-        self.obs = np.zeros((self.num_envs, *envs[0].obs_shape), obs_dtype)
-        self.cut: dict[int, np.ndarray] = {}
+        self.obs = self.obs_spec.zeros(self.num_envs)  # (k, ...) each entry
+        self.cut: dict[int, Obs] = {}
         self.remake, self.allowed = remake, 0
         self.restarts: list[Restart] = []  # every restart of this process so far, oldest first
         self.made = [0] * self.num_envs  # envs made before the current one in each place (restarts, resumes)
@@ -157,15 +158,15 @@ class VecEnv:
         self.calling: tuple[int, str, float] | None = None
         self.started: dict[int, list[int]] = {}  # env index -> the child processes making it started (seeded_envs)
 
-    def reset(self) -> np.ndarray:
-        """Reset all envs. Returns obs (k, *obs_shape) (a buffer reused across calls). EnvCrash where an env's
+    def reset(self) -> Obs:
+        """Reset all envs. Returns obs (k, ...) (a buffer reused across calls). EnvCrash where an env's
         reset raises."""
         for i, env in enumerate(self.envs):
             self.obs[i] = self._reset(i)
         self.calling = None
         return self.obs
 
-    def _reset(self, i: int) -> np.ndarray:
+    def _reset(self, i: int) -> Obs:
         self.calling = (i, "reset", time.monotonic())
         try:
             return self.envs[i].reset()
@@ -173,7 +174,7 @@ class VecEnv:
             raise EnvCrash(e.error, e.trace, i, "reset") from None
 
     def step(self, actions: np.ndarray):
-        """Step every env with actions (k, ...). Returns (obs (k, *obs_shape), rewards (k,) float32,
+        """Step every env with actions (k, ...). Returns (obs (k, ...), rewards (k,) float32,
         dones (k,) bool, finished episodes [Episode]). `cut` is then {env index: the last observation}
         of the episodes this step cut by a time limit (envs with `cut_obs`; Atari's 108,000-frame cut
         stays terminal, as in baselines), or by the restart of an env whose step raised (see restart; those
@@ -206,7 +207,7 @@ class VecEnv:
         self.calling = None
         return self.obs, rewards, dones, episodes
 
-    def restart(self, i: int, raised: EnvRaised) -> np.ndarray:
+    def restart(self, i: int, raised: EnvRaised) -> Obs:
         """Env i raised in its step (an engine that died, an emulator that exited): close what is left of it and
         make it anew (remake, with the seed of the next env made there). Its episode counts as cut by a time
         limit, never as a terminal: the step has reward 0 and bootstraps from the value the rollout gave the
@@ -220,7 +221,7 @@ class VecEnv:
             pass
         return self._make(i, "made anew after it raised " + str(raised))
 
-    def _make(self, i: int, why: str) -> np.ndarray:
+    def _make(self, i: int, why: str) -> Obs:
         """Make env i anew (the next seed of its place) and reset it. Returns its first observation."""
         self.made[i] += 1
         self.calling = (i, "make", time.monotonic())
@@ -230,10 +231,10 @@ class VecEnv:
             raise EnvCrash(e.error, e.trace, i, "making", why=f" ({why})") from None
         return self._reset(i)
 
-    def renew(self, made: list[int]) -> np.ndarray:
+    def renew(self, made: list[int]) -> Obs:
         """A resume whose games were not restored: every env made anew with the seed of the next env of its
         place (`made`: how many were made there before, from the checkpoint), so that no resume replays the
-        episodes (levels, seeds) the run began with. Returns the observations (k, *obs_shape)."""
+        episodes (levels, seeds) the run began with. Returns the observations (k, ...)."""
         for i in range(self.num_envs):
             self.envs[i].close()
             self.made[i] = made[i]
@@ -246,8 +247,8 @@ class VecEnv:
         states = [env.get_state() for env in self.envs]
         return None if any(st is None for st in states) else states
 
-    def set_state(self, states: list[dict]) -> np.ndarray:
-        """Restore every env; returns the current observations (k, *obs_shape)."""
+    def set_state(self, states: list[dict]) -> Obs:
+        """Restore every env; returns the current observations (k, ...)."""
         for i, (env, state) in enumerate(zip(self.envs, states, strict=True)):
             self.obs[i] = env.set_state(state)
         return self.obs

@@ -1,19 +1,20 @@
 """The `pixels` family: any gymnasium env with image observations (other than Atari and Procgen), with the
 AtariEnv interface.
 
-An observation that is a Box of uint8, (H, W, C) or (H, W), or a Dict holding one (its only image entry, or
---obs_key), becomes what the CNNs read:
+An observation that is a Box of uint8, (H, W, C) or (H, W), or a Dict holding such images, becomes what the CNNs
+read (ppo1.observations):
 
-    step:  the action repeated --frame_skip times, the rewards summed (fewer where the episode ends first)
-    frame: resized to --frame_size x --frame_size (INTER_AREA; 0 keeps the native size), gray (cv2's
-           ITU-R 601 luma of RGB) unless --no-frame_gray, channels first
-    obs:   the last --frame_stack frames, oldest first: (stack x channels, N, N) uint8, the first frame
-           repeated at a start
-    vector: a Dict's numeric entries besides the image (Box, Discrete, MultiDiscrete, MultiBinary: ViZDoom's
-           gamevariables), flattened in the Dict's order to D float32 values, ride in one more channel
-           (their bytes at its start; pack_vector / unpack_vector), so every buffer stays one uint8 array:
-           obs (stack x channels + 1, N, N). The CNN policy reads them beside its image features
-           (--no-obs_vectors: the image alone)
+    step:   the action repeated --frame_skip times, the rewards summed (fewer where the episode ends first)
+    frame:  resized to --frame_size x --frame_size (INTER_AREA; 0 keeps the native size), gray (cv2's ITU-R 601
+            luma of RGB) unless --no-frame_gray, channels first. An image smaller than --frame_size on both sides
+            (a 7x7 symbolic view) keeps its size and its channels: no upscaling, no gray.
+    images: the last --frame_stack frames, oldest first: (stack x channels, N, N) uint8, the first frame
+            repeated at a start. One image (an image Box, --obs_key, or a Dict's only image) is the entry
+            "image"; a Dict of several images gives one entry each, named by its key (each read by a CNN of its own)
+    vector: a Dict's other entries (Box, Discrete, MultiDiscrete, MultiBinary, as ppo1.envs.vector.to_vector:
+            one-hot where discrete), flattened in the Dict's order to the float32 entry "vector" (D,), which the
+            CNN policy reads beside its image features (--no-obs_vectors: the images alone)
+    mask:   an `action_mask` entry or an `action_masks()` method: the entry "action_mask" (ppo1.envs.masks)
 
 Rewards are the env's own (training may clip or scale them: --clip_reward, --reward_scale). An episode ends
 when the env terminates or truncates it, or after --max_episode_steps agent steps, and the env is reset at once; an episode cut by a time limit (truncated, not terminated) leaves its last
@@ -33,7 +34,10 @@ from ppo1 import PPO1Error, error_line
 from ppo1.actions import check_action_space, env_action, head_size
 from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, env_call, time_limit
 from ppo1.envs.family import Family
+from ppo1.envs.masks import ActionMasks
+from ppo1.envs.vector import to_vector
 from ppo1.envref import EnvRef
+from ppo1.observations import ACTION_MASK, IMAGE, VECTOR, Obs, ObsSpec
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,27 +68,31 @@ def is_image_space(space) -> bool:
 
 def image_key(space, obs_key: str = "", env_name: str = "") -> str | None:
     """Where the image of an observation is: None for an image Box; for a Dict, `obs_key` or, when it is
-    empty, the Dict's only image entry. Raises PPO1Error naming the entries when there is none to take."""
+    empty, the Dict's first image entry. Raises PPO1Error naming the entries when there is none to take."""
+    return image_keys(space, obs_key, env_name)[0]
+
+
+def image_keys(space, obs_key: str = "", env_name: str = "") -> list:
+    """The images of an observation the network reads: [None] for an image Box; for a Dict, [obs_key] or, when it
+    is empty, every image entry in the Dict's order. Raises PPO1Error naming the entries when there is none."""
     import gymnasium
     if not isinstance(space, gymnasium.spaces.Dict):
         if obs_key:
             raise PPO1Error(f"--obs_key={obs_key!r} is for Dict observations; {env_name} has {space}")
-        return None
+        return [None]
     images = [k for k, s in space.spaces.items() if is_image_space(s)]
     if obs_key:
         if obs_key not in images:
             raise PPO1Error(f"--obs_key={obs_key!r} is not an image entry of {env_name}'s observations {space}: "
                             f"choose from {', '.join(images) or 'none (it has no image entry)'}")
-        return obs_key
-    if len(images) != 1:
-        raise PPO1Error(f"{env_name} has observations {space} with {len(images)} image entries: "
-                        + ("ppo1 trains image observations" if not images else
-                           f"name the one to train on with --obs_key ({', '.join(images)})"))
-    return images[0]
+        return [obs_key]
+    if not images:
+        raise PPO1Error(f"{env_name} has observations {space} with no image entry: ppo1 trains image observations")
+    return images
 
 
 def image_space(space, obs_key: str = "", env_name: str = ""):
-    """The image space of an observation space (itself, or the Dict entry image_key takes)."""
+    """The (first) image space of an observation space (itself, or the Dict entry image_key takes)."""
     key = image_key(space, obs_key, env_name)
     return space if key is None else space.spaces[key]
 
@@ -99,34 +107,24 @@ def is_vector_space(space) -> bool:
     return isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.number) and not is_image_space(space)
 
 
-def vector_keys(space, key: str | None) -> list[str]:
-    """The vector entries (is_vector_space) of a Dict observation space besides its image entry `key`, in the
-    Dict's order; [] for an image Box."""
+def entry_size(space) -> int:
+    """How many numbers a vector entry (is_vector_space) is in the vector: a Box's or MultiBinary's values, a
+    Discrete's one-hot (n), a MultiDiscrete's one-hots (sum(nvec))."""
+    from gymnasium.spaces import Discrete, MultiDiscrete
+    if isinstance(space, Discrete):
+        return int(space.n)
+    if isinstance(space, MultiDiscrete):
+        return int(np.sum(space.nvec))
+    return int(np.prod(space.shape))
+
+
+def vector_keys(space) -> list[str]:
+    """The vector entries (is_vector_space) of a Dict observation space that are neither images nor its action
+    mask, in the Dict's order; [] for an image Box."""
     import gymnasium
     if not isinstance(space, gymnasium.spaces.Dict):
         return []
-    return [k for k, s in space.spaces.items() if k != key and is_vector_space(s)]
-
-
-def vector_size(space, keys: list[str]) -> int:
-    """How many numbers the entries `keys` of a Dict space hold together (a Discrete holds one)."""
-    return sum(max(1, int(np.prod(space.spaces[k].shape))) for k in keys)
-
-
-def pack_vector(values: np.ndarray, channel: np.ndarray) -> None:
-    """Write D float32 `values` into the first 4 x D bytes of a uint8 channel (H, W), in place; the rest is 0."""
-    flat = channel.reshape(-1)
-    raw = np.ascontiguousarray(values, np.float32).view(np.uint8)
-    flat[:raw.size] = raw
-    flat[raw.size:] = 0
-
-
-def unpack_vector(obs: np.ndarray, dim: int) -> np.ndarray:
-    """The D = `dim` float32 values packed into the last channel of observations (..., C, H, W) uint8:
-    (..., D) float32."""
-    channel = obs[..., -1, :, :]
-    raw = np.ascontiguousarray(channel.reshape(*channel.shape[:-2], -1)[..., :4 * dim])
-    return raw.view(np.float32)
+    return [k for k, s in space.spaces.items() if k != ACTION_MASK and is_vector_space(s)]
 
 
 def check_spaces(env_name: str, observation_space, action_space, obs_key: str = "") -> None:
@@ -149,9 +147,18 @@ def frame_channels(channels: int, gray: bool) -> int:
     return 1
 
 
+def as_is(image_shape: tuple[int, ...], frames: Frames) -> Frames:
+    """The preprocessing of images of `image_shape`: `frames`, or for an image smaller than --frame_size on both
+    sides (a 7x7 symbolic view) its native size and channels (no upscaling, no gray)."""
+    if frames.size and image_shape[0] < frames.size and image_shape[1] < frames.size:
+        return dataclasses.replace(frames, size=0, gray=False)
+    return frames
+
+
 def obs_shape(image_shape: tuple[int, ...], frames: Frames) -> tuple[int, int, int]:
     """(channels, height, width) of the observations the policy reads, for env images of `image_shape`
-    ((H, W) or (H, W, C))."""
+    ((H, W) or (H, W, C)); an image smaller than --frame_size keeps its size and channels (as_is)."""
+    frames = as_is(image_shape, frames)
     h, w = image_shape[:2]
     c = image_shape[2] if len(image_shape) == 3 else 1
     if frames.size:
@@ -161,7 +168,7 @@ def obs_shape(image_shape: tuple[int, ...], frames: Frames) -> tuple[int, int, i
 
 def preprocess(image: np.ndarray, frames: Frames) -> np.ndarray:
     """One env image (H, W) or (H, W, C) uint8 -> one frame (C', N, N) uint8: resized (INTER_AREA),
-    gray where asked (C' = 1), channels first."""
+    gray where asked (C' = 1), channels first (frames as as_is gives them for the image)."""
     image = np.asarray(image, np.uint8)
     if image.ndim == 2:
         image = image[:, :, None]
@@ -193,9 +200,8 @@ def repeat_action(env, action, times: int) -> tuple[np.ndarray, float, bool, boo
 
 
 class PixelEnv:
-    """One gymnasium env with image observations, preprocessed as the module docstring says: obs
-    (stack x C, N, N) uint8 (+ 1 channel of packed vector entries: vec_dim > 0), the env's own rewards, its
-    episodes' returns and lengths (in agent steps)."""
+    """One gymnasium env with image observations, preprocessed as the module docstring says: obs of named entries
+    (ppo1.observations; `obs_spec`), the env's own rewards, its episodes' returns and lengths (in agent steps)."""
 
     def __init__(self, ref: EnvRef, seed: np.random.SeedSequence, frames: Frames = Frames(),
                  render_mode: str | None = None, gym_env=None, max_episode_steps: int = 0):
@@ -207,72 +213,79 @@ class PixelEnv:
         self.action_space = self.gym_env.action_space
         try:
             check_spaces(ref.name, self.observation_space, self.action_space, frames.key)
-            self.key = image_key(self.observation_space, frames.key, ref.name)
+            keys = image_keys(self.observation_space, frames.key, ref.name)
+            self.masks = ActionMasks.of(ref.name, self.gym_env)  # None: every action always valid
         except PPO1Error:
             self.gym_env.close()
             raise
+        self.key = keys[0]  # the (first) image's Dict key, None for an image Box
         self.num_actions = head_size(self.action_space)
-        shape = image_space(self.observation_space, self.key).shape
-        stack_shape = obs_shape(shape, frames)
-        self.vector_keys = vector_keys(self.observation_space, self.key) if frames.vectors else []
-        self.vec_dim = vector_size(self.observation_space, self.vector_keys)  # 0: the image alone
-        if 4 * self.vec_dim > stack_shape[1] * stack_shape[2]:
-            self.gym_env.close()
-            raise PPO1Error(f"{ref.name}'s observations hold {self.vec_dim} numbers besides the image, more than "
-                            f"one {stack_shape[1]}x{stack_shape[2]} channel carries (4 bytes each): give --no-obs_vectors "
-                            "or a larger --frame_size")
-        self.obs_shape = (stack_shape[0] + 1, *stack_shape[1:]) if self.vec_dim else stack_shape
-        self.stacked = frames.stack > 1 and stack_shape[0] == frames.stack  # a stack of one-channel frames
-        self.obs = np.zeros(self.obs_shape, np.uint8)          # what the policy reads
-        self.stack = self.obs[:stack_shape[0]]                 # the frames (a view of obs)
-        self._image = np.zeros(shape, np.uint8)  # the env's last image, for rgb()
+        # the images read, {entry name: Dict key}: one is "image", several keep their keys
+        self.images = {IMAGE: keys[0]} if len(keys) == 1 else {k: k for k in keys}
+        self._raw = {name: np.zeros(self._space(key).shape, np.uint8) for name, key in self.images.items()}
+        self._frames = {name: as_is(self._space(key).shape, frames) for name, key in self.images.items()}
+        shapes = {name: obs_shape(self._space(key).shape, frames) for name, key in self.images.items()}
+        self.vector_keys = vector_keys(self.observation_space) if frames.vectors else []
+        size = sum(entry_size(self.observation_space[k]) for k in self.vector_keys)
+        self.obs_spec = ObsSpec.of(shapes, vector=size, mask=self.masks.size if self.masks else 0)
+        first = shapes[next(iter(shapes))]
+        self.stacked = frames.stack > 1 and first[0] == frames.stack  # stacks of one-channel frames
+        self.obs = self.obs_spec.zeros()  # what the policy reads (reused: VecEnv copies it)
         self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
-        self.cut_obs: np.ndarray | None = None  # the last observation of an episode the last step cut
+        self.cut_obs: Obs | None = None  # the last observation of an episode the last step cut
 
-    def _start(self, obs) -> np.ndarray:
-        """A new episode from its first observation: the stack filled with its frame. Returns the obs."""
-        image = self._take(obs)
-        self._image[:] = image
-        frame = preprocess(image, self.frames)
-        self.stack[:] = np.tile(frame, (self.frames.stack, 1, 1))
-        self._vector(obs)
-        self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+    def _space(self, key: str | None):
+        return self.observation_space if key is None else self.observation_space.spaces[key]
+
+    def _observe(self, obs, start: bool) -> Obs:
+        """The env's observation `obs` into self.obs: each image's newest frame pushed onto its stack (at an
+        episode's start the stack filled with it), the vector and the mask. Returns self.obs."""
+        for name, key in self.images.items():
+            image = obs if key is None else obs[key]
+            what = "an image" if key is None else f"an image ({key!r})"
+            self._raw[name][:] = checked_obs(self.env_id, image, self._raw[name].shape, image=True, what=what)
+            frame = preprocess(self._raw[name], self._frames[name])
+            if start:
+                self.obs[name][:] = np.tile(frame, (self.frames.stack, 1, 1))
+            else:
+                push(self.obs[name], frame)
+        if self.vector_keys:
+            self.obs[VECTOR][:] = np.concatenate([self._entry(obs, k) for k in self.vector_keys])
+        if self.masks is not None:
+            self.obs[ACTION_MASK][:] = self.masks.read(obs)
         return self.obs
 
-    def _take(self, obs) -> np.ndarray:
-        """The image of an env observation (its Dict entry where it is a Dict), checked against its space."""
-        image = obs if self.key is None else obs[self.key]
-        return checked_obs(self.env_id, image, self._image.shape, image=True,
-                           what="an image" if self.key is None else f"an image ({self.key!r})")
+    def _entry(self, obs, key: str) -> np.ndarray:
+        """A Dict entry of the vector, checked against its space: a Box's numbers flattened, else to_vector's
+        encoding (one-hot where discrete)."""
+        import gymnasium
+        space = self.observation_space[key]
+        if isinstance(space, gymnasium.spaces.Box):
+            return checked_obs(self.env_id, obs[key], space.shape, image=False, what=f"an entry {key!r}").ravel()
+        return to_vector(self.env_id, space, obs[key])
 
-    def _vector(self, obs) -> None:
-        """Pack the vector entries of a Dict observation into the obs's last channel (where it has them)."""
-        if self.vec_dim:
-            values = np.concatenate([checked_obs(self.env_id, obs[k], self.observation_space[k].shape, image=False,
-                                                 what=f"an entry {k!r}").astype(np.float32).ravel()
-                                     for k in self.vector_keys])
-            pack_vector(values, self.obs[-1])
+    def _start(self, obs) -> Obs:
+        """A new episode from its first observation."""
+        self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
+        return self._observe(obs, start=True)
 
-    def reset(self) -> np.ndarray:
-        """Start a new (seeded) episode. Returns obs (stack x C, N, N) uint8, the first frame repeated."""
+    def reset(self) -> Obs:
+        """Start a new (seeded) episode. Returns obs, each image's first frame repeated."""
         obs, _ = env_call(lambda: self.gym_env.reset(seed=self._seed))
         self.action_space.seed(self._seed)
         return self._start(obs)
 
-    def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
+    def step(self, action) -> tuple[Obs, float, bool, Episode | None]:
         """(obs, reward, done, episode) as AtariEnv.step: reward is the sum over the repeated frames;
         after done, obs starts the next episode."""
         a = env_action(self.action_space, action)
         obs, reward, terminated, truncated = env_call(repeat_action, self.gym_env, a, self.frames.skip)
         reward = checked_reward(self.env_id, reward)
-        image = self._take(obs)
         self.ep_return += reward
         self.ep_length += 1
         truncated = truncated or time_limit(self.ep_length, self.max_episode_steps)
-        self._image[:] = image
-        push(self.stack, preprocess(image, self.frames))
-        self._vector(obs)
+        self._observe(obs, start=False)
         self.cut_obs = self.obs.copy() if truncated and not terminated else None
         if not (terminated or truncated):
             return self.obs, reward, False, None
@@ -295,7 +308,7 @@ class PixelEnv:
 
     def rgb(self) -> np.ndarray:
         """The frame for videos, (H, W, 3) uint8: the env's rgb_array render where it renders so, else its
-        last observation (gray repeated to RGB, alpha dropped)."""
+        last (first) image (gray repeated to RGB, alpha dropped)."""
         if self.gym_env.render_mode == "rgb_array":
             try:
                 frame = self.gym_env.render()
@@ -303,7 +316,8 @@ class PixelEnv:
                 raise PPO1Error(f"{self.env_id} cannot render frames: {error_line(e)}") from None
             if frame is not None:
                 return np.asarray(frame, np.uint8)
-        image = self._image if self._image.ndim == 3 else self._image[:, :, None]
+        image = next(iter(self._raw.values()))
+        image = image if image.ndim == 3 else image[:, :, None]
         if image.shape[2] == 1:
             return np.repeat(image, 3, axis=2)
         return np.ascontiguousarray(image[:, :, :3]) if image.shape[2] >= 3 else np.repeat(image[:, :, :1], 3, axis=2)
@@ -313,10 +327,10 @@ class PixelEnv:
 
 
 class VecPixels(VecEnv):
-    """k PixelEnvs of one rank: obs (k, stack x C (+ 1), N, N) uint8."""
+    """k PixelEnvs of one rank: obs of the envs' entries, (k, ...) each."""
 
     def __init__(self, envs: list, remake=None):
-        super().__init__(envs, np.uint8, remake)
+        super().__init__(envs, remake)
 
 
 def has_images(space) -> bool:

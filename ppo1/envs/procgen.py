@@ -12,11 +12,13 @@ import numpy as np
 from ppo1 import PPO1Error
 from ppo1.envs.base import Episode, VecEnv, env_call, load_gymnasium, seeded_envs
 from ppo1.envs.family import Family
+from ppo1.observations import IMAGE, Obs, ObsSpec
 
 PROCGEN_PREFIX = "procgen:"
 PROCGEN_GAMES = ("bigfish", "bossfight", "caveflyer", "chaser", "climber", "coinrun", "dodgeball", "fruitbot",
                  "heist", "jumper", "leaper", "maze", "miner", "ninja", "plunder", "starpilot")
 PROCGEN_SHAPE = (3, 64, 64)
+PROCGEN_SPEC = ObsSpec.of({IMAGE: PROCGEN_SHAPE})
 PROCGEN_FPS = 15  # the Procgen games' own frame rate (one frame per agent step)
 PROCGEN_INSTALL = "pip install procgen-gym (Python 3.13 or newer: make venv PYTHON=python3.13)"
 
@@ -71,11 +73,10 @@ class ProcgenLevels:
 
 
 class ProcgenEnv:
-    """One Procgen game with the AtariEnv interface: obs (3, 64, 64) uint8 (CHW), raw rewards, an
+    """One Procgen game with the AtariEnv interface: obs "image" (3, 64, 64) uint8 (CHW), raw rewards, an
     episode ends when the game does (the level is won or lost, or its time runs out) and a new level
     starts at once. Episode statistics are the game's returns and lengths."""
 
-    vec_dim = 0  # no vector entries packed beside the image (PixelEnv's Dict observations)
     stacked = False  # one RGB frame, not a stack
 
     def __init__(self, env_id: str, seed: np.random.SeedSequence, levels: ProcgenLevels | None = None):
@@ -93,25 +94,25 @@ class ProcgenEnv:
                             f"system's libGL and glib (Debian/Ubuntu: apt-get install libgl1 libglib2.0-0)") from None
         self.action_space = self.gym_env.action_space
         self.num_actions = int(self.action_space.n)
-        self.obs_shape = PROCGEN_SHAPE
+        self.obs_spec = PROCGEN_SPEC
         self.fps = PROCGEN_FPS
         self._frame = np.zeros(PROCGEN_SHAPE[1:] + PROCGEN_SHAPE[:1], np.uint8)  # (64, 64, 3): the last frame
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         self.level_seed = -1
 
-    def _obs(self, frame) -> np.ndarray:
-        """(64, 64, 3) RGB -> (3, 64, 64); keeps the frame for rgb()."""
+    def _obs(self, frame) -> Obs:
+        """(64, 64, 3) RGB -> "image" (3, 64, 64); keeps the frame for rgb()."""
         self._frame[:] = frame
-        return np.ascontiguousarray(self._frame.transpose(2, 0, 1))
+        return Obs({IMAGE: np.ascontiguousarray(self._frame.transpose(2, 0, 1))})
 
-    def reset(self) -> np.ndarray:
-        """Start a new level. Returns obs (3, 64, 64) uint8."""
+    def reset(self) -> Obs:
+        """Start a new level. Returns obs: "image" (3, 64, 64) uint8."""
         obs, info = env_call(lambda: self.gym_env.reset(seed=self._seed))
         self.level_seed = int(info.get("level_seed", -1))  # the level being played (its seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return self._obs(obs)
 
-    def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
+    def step(self, action) -> tuple[Obs, float, bool, Episode | None]:
         """(obs, reward, done, episode) as AtariEnv.step; after done, obs starts the next level."""
         obs, reward, terminated, truncated, info = env_call(self.gym_env.step, int(action))
         self.ep_return += float(reward)
@@ -142,7 +143,7 @@ class VecProcgen(VecEnv):
 
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None):
         envs, remake, started = seeded_envs(lambda seed_seq: ProcgenEnv(env_id, seed_seq, levels), num_envs, seed, rank)
-        super().__init__(envs, np.uint8, remake)
+        super().__init__(envs, remake)
         self.started = started
 
 
@@ -168,5 +169,5 @@ PROCGEN = Family(
     make_vec=lambda env_id, num_envs, seed, rank, options: VecProcgen(env_id, num_envs, seed, rank, options.levels),
     make_eval=lambda env_id, seed, render_mode, options: ProcgenEnv(env_id, seed, options.levels),
     open_game=_open_game, frame_flags_why="procgen", time_limit_why="its games end by themselves",
-    env_kwargs=False, obs_shape=PROCGEN_SHAPE, eval_note=_eval_note)
+    env_kwargs=False, obs_spec=PROCGEN_SPEC, eval_note=_eval_note)
 VecProcgen.family = PROCGEN

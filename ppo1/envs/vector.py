@@ -6,7 +6,9 @@ one-hot (n values), a MultiDiscrete as the one-hots of its entries one after ano
 MultiBinary as its 0s and 1s, and a Tuple or Dict of those (nested too) as its entries' vectors one after
 another, in the space's order (a Dict's keys as gymnasium orders them). So gymnasium's FrozenLake (Discrete(16)),
 Taxi (Discrete(500)) and Blackjack (Tuple of three Discretes: 32 + 11 + 2 values) train without a wrapper. The
-MLP then normalises every value by its running mean and std, one-hots included (see docs/own-env.md)."""
+MLP then normalises every value by its running mean and std, one-hots included (see docs/own-env.md). The
+observation is the Obs entry "vector" (ppo1.observations); a Dict's `action_mask` entry (or the env's
+`action_masks()`) is not part of it but the entry "action_mask" (ppo1.envs.masks)."""
 from __future__ import annotations
 
 import time
@@ -18,6 +20,9 @@ from ppo1.actions import check_action_space, env_action, head_size
 from ppo1.envs.base import (EnvDataError, Episode, VecEnv, checked_obs, checked_reward, env_call, load_gymnasium,
                             offscreen, time_limit)
 from ppo1.envs.family import Family
+from ppo1.envs.masks import ActionMasks, without_mask
+from ppo1.observations import ACTION_MASK, Obs, ObsSpec
+from ppo1.observations import VECTOR as VECTOR_ENTRY  # VECTOR here is the family
 
 
 class GymEnv:
@@ -32,7 +37,6 @@ class GymEnv:
     env's own returns and lengths.
     """
 
-    vec_dim = 0  # no vector entries packed beside the image (PixelEnv's Dict observations)
     stacked = False
 
     def __init__(self, env_id: str, seed: np.random.SeedSequence, render_mode: str | None = None,
@@ -48,7 +52,8 @@ class GymEnv:
         self.gym_env = gym_env
         self.observation_space = self.gym_env.observation_space
         self.action_space = self.gym_env.action_space
-        size = vector_size(self.observation_space)
+        self.features_space = without_mask(self.observation_space)  # what the vector holds: all but a mask
+        size = vector_size(self.features_space)
         if size is None:
             self.gym_env.close()
             from ppo1.envs.pixels import has_images
@@ -57,29 +62,34 @@ class GymEnv:
                             "gives an image env a PixelEnv)")
         try:
             check_action_space(env_id, self.action_space, box=True)
+            self.masks = ActionMasks.of(env_id, self.gym_env)  # None: every action always valid
         except PPO1Error:
             self.gym_env.close()
             raise
         self.num_actions = head_size(self.action_space)
-        self.obs_shape = (size,)
+        self.obs_spec = ObsSpec.of(vector=size, mask=self.masks.size if self.masks else 0)
         self._box = isinstance(self.action_space, gymnasium.spaces.Box)
         self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
         self.max_episode_steps = max_episode_steps
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
-        self.cut_obs: np.ndarray | None = None  # the last observation of an episode the last step cut
+        self.cut_obs: Obs | None = None  # the last observation of an episode the last step cut
 
-    def reset(self) -> np.ndarray:
-        """Start a new (seeded) episode. Returns obs (D,) float32."""
+    def reset(self) -> Obs:
+        """Start a new (seeded) episode. Returns obs: "vector" (D,) float32 (and "action_mask" (A,) bool)."""
         obs, _ = env_call(lambda: self.gym_env.reset(seed=self._seed))
         self.action_space.seed(self._seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return self._checked(obs)
 
-    def _checked(self, obs) -> np.ndarray:
-        """The env's observation as the float32 vector (D,) of to_vector, checked against its space (EnvDataError)."""
-        return to_vector(self.env_id, self.observation_space, obs)
+    def _checked(self, obs) -> Obs:
+        """The env's observation as the float32 vector (D,) of to_vector, checked against its space (EnvDataError),
+        and its action mask where it masks actions."""
+        entries = {VECTOR_ENTRY: to_vector(self.env_id, self.features_space, obs)}
+        if self.masks is not None:
+            entries[ACTION_MASK] = self.masks.read(obs)
+        return Obs(entries)
 
-    def step(self, action) -> tuple[np.ndarray, float, bool, Episode | None]:
+    def step(self, action) -> tuple[Obs, float, bool, Episode | None]:
         """(obs, reward, done, episode) as AtariEnv.step; after done, obs starts the next episode."""
         a = np.clip(action, self.action_space.low, self.action_space.high) if self._box else env_action(
             self.action_space, action)
@@ -120,10 +130,10 @@ class GymEnv:
 
 
 class VecGym(VecEnv):
-    """k GymEnvs of one rank: obs (k, D) float32."""
+    """k GymEnvs of one rank: obs "vector" (k, D) float32 (and "action_mask" (k, A) bool)."""
 
     def __init__(self, envs: list[GymEnv], remake=None):
-        super().__init__(envs, np.float32, remake)
+        super().__init__(envs, remake)
         self.observation_space = self.envs[0].observation_space
 
 

@@ -8,6 +8,7 @@ import torch
 
 from ppo1.device import make_adam
 from ppo1.distributed import Comm, RanksOutOfSync, parameter_digest
+from ppo1.observations import Obs
 from ppo1.policies import build
 from ppo1.ppo import Hyper, ppo_loss, update
 from ppo1.rollout import Batch
@@ -57,7 +58,7 @@ for u, p in zip(union, policy.parameters()):
 opt = make_adam(policy.parameters(), device, lr=1e-3, eps=1e-5)
 rng = np.random.default_rng(comm.rank)
 before = parameter_digest(policy)
-update(policy, opt, comm, Batch(obs[half], actions[half], old_logp[half], adv[half], returns[half], rng),
+update(policy, opt, comm, Batch(Obs({"image": obs[half]}), actions[half], old_logp[half], adv[half], returns[half], rng),
        Hyper(clip=0.1, lr=1e-3, epochs=3, minibatch=4, vf_coef=1.0, ent_coef=0.01))
 assert parameter_digest(policy) != before
 digests = comm.allgather(parameter_digest(policy))

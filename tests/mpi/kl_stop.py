@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from ppo1.distributed import Comm, parameter_digest
+from ppo1.observations import Obs
 from ppo1.policies import build
 from ppo1.ppo import Hyper, update
 from ppo1.rollout import Batch
@@ -56,7 +57,7 @@ def run(target: float):
     p = copy.deepcopy(policy)
     o = torch.optim.Adam(p.parameters(), lr=3e-4, eps=1e-5)
     rec = Recording(comm)
-    stats = update(p, o, rec, Batch(obs, actions, old_logp, adv, returns, np.random.default_rng(comm.rank)),
+    stats = update(p, o, rec, Batch(Obs({"image": obs}), actions, old_logp, adv, returns, np.random.default_rng(comm.rank)),
                    Hyper(clip=0.1, lr=3e-4, epochs=EPOCHS, minibatch=MB, vf_coef=1.0, ent_coef=0.01, target_kl=target))
     return stats, rec.kls, p, o
 
