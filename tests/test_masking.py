@@ -94,6 +94,10 @@ def test_a_dict_of_images_and_discrete_binary_and_box_entries_gives_an_entry_per
     batch = Obs.stack([obs, env.step(int(np.flatnonzero(obs["action_mask"])[0]))[0]]).map(torch.from_numpy)
     dist, value = policy.dist(batch)
     assert value.shape == (2,) and (dist.probs[~batch["action_mask"]] == 0).all()
+    centred = build("small", env.action_space, env.obs_spec, frame_norm="center")  # a running mean per image
+    assert centred.observe(batch.map(lambda x: x.numpy()))
+    assert centred.frame_rms.mean().shape == (12, 24, 24) and centred.more_frame_rms[0].mean().shape == (4, 30, 30)
+    assert centred.more_frame_rms[0].count.item() > 2  # the right image's two frames counted (and the prior's 0.01)
     env.close()
 
 

@@ -359,3 +359,18 @@ def test_a_family_is_refused_at_registration_when_its_table_could_not_use_it():
         table().register(Family("mine", "x", presets=("paper",), make_vec=print, make_eval=print))
     with pytest.raises(PPO1Error, match="a family that claims names makes its envs: give it make_vec and make_eval"):
         table().register(Family("mine", "x", presets=("paper",), claims=named, make_vec=print))
+
+
+def test_an_image_smaller_than_frame_size_keeps_its_size_and_channels_and_the_cnn_that_reads_it_is_named():
+    from ppo1.envref import resolve
+    env = PixelEnv(resolve("tests.pixelenv:make_env", '{"size": 8}'), env_seed(0, 0, 0), Frames())
+    # an 8x8 RGB view (one pixel per cell, as a symbolic grid): four frames of its three channels, not 84x84 gray
+    assert env.obs_spec.describe() == "image (12, 8, 8)"
+    obs = env.reset()
+    assert obs["image"][:3].transpose(1, 2, 0).tolist() == env.gym_env.unwrapped._image().tolist()
+    with pytest.raises(PPO1Error, match=r"--model_type=small needs frames of at least 20x20, not 8x8: use a larger "
+                                        r"--frame_size or --model_type impala \(which reads any size\)"):
+        build("small", env.action_space, env.obs_spec)
+    logits, values = build("impala", env.action_space, env.obs_spec)(obs.map(torch.from_numpy)[None])
+    assert logits.shape == (1, 4) and values.shape == (1,)
+    env.close()
