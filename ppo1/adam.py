@@ -5,7 +5,8 @@ whose first call imports torch._dynamo, over a second of CPU in every process (e
 launch) for a compiler ppo1 does not use unless `--compile`. This is the same arithmetic as torch's
 Adam on the CPU (its single-tensor path, which torch takes there), operation for operation, so a
 run's numbers are bit-identical to torch's (tests/test_adam.py); each operation is one torch call over all
-the parameters (torch's _foreach kernels), which on a small MLP makes the step 2x faster than a call per tensor. Its state_dict has torch.optim.Adam's
+the parameters (torch's _foreach kernels), which on a small MLP makes the step 2x faster than a call per
+tensor. Its state_dict has torch.optim.Adam's
 layout, so a checkpoint written by either loads into the other: a run trained on a GPU (torch's
 fused Adam, ppo1.device.make_adam) resumes on the CPU and back.
 """

@@ -278,7 +278,8 @@ class TrainState:
                 "recent_returns": [r for r, _ in self.recent], "recent_lengths": [n for _, n in self.recent],
                 "num_actions": self.num_actions, "n_actors": self.n_actors, "n_ranks": self.n_ranks,
                 "config": self.config, "ranks": self.ranks, "reward_norm": self.reward_norm,
-                "obs_spec": self.obs_spec, "obs_shape": self.obs_shape, "action_nvec": self.action_nvec, "model_io": self.model_io,
+                "obs_spec": self.obs_spec, "obs_shape": self.obs_shape, "action_nvec": self.action_nvec,
+                "model_io": self.model_io,
                 "best": self.best, "wandb_id": self.wandb_id}
         return {k: v for k, v in data.items() if v is not None}
 

@@ -4,7 +4,7 @@ transfers of the rollout, device-free checkpoint state, and `--compile` with its
     spec = parse_device("cuda:1")                 # ("cuda", 1); PPO1Error for anything else
     dev = select_device("auto", local_rank)       # torch.device: cuda:<local_rank % gpus> or cpu
     configure(dev, deterministic)                 # cuDNN / cuBLAS settings of --deterministic
-    act = batched_act(policy, dev, example_obs)   # numpy obs (k, ...), memory -> numpy (actions, logp, values), memory
+    act = batched_act(policy, dev, example_obs)   # Obs of numpy (k, ...), memory -> numpy (actions, logp, values), memory
     state = to_cpu(optimizer.state_dict())        # checkpoints hold CPU tensors only
     forward = CompiledDist(policy, log)           # torch.compile'd training forward, eager on failure
 
@@ -157,7 +157,7 @@ def make_adam(params, device: torch.device, lr: float, eps: float):
 
 
 def batched_act(policy, device: torch.device, obs: Obs) -> Callable[..., tuple]:
-    """A function from the k envs' observations (an Obs of (k, ...) entries, shapes and dtypes as `obs`) and, with --rnn, their
+    """A function from the k envs' observations (an Obs of (k, ...) entries, as `obs`) and, with --rnn, their
     memories (k, memory_size) on `device` (else None) to (actions (k, ...), log-probs (k,), values (k,)) as numpy
     and the memories after them (on `device`; None without --rnn), running `policy.act` on `device`.
 

@@ -73,7 +73,8 @@ class Batch:
 
     def _rows(self, idx: torch.Tensor | slice) -> dict:
         """The rows `idx` of every per-sample field, as a Batch's keyword arguments (the rng shared)."""
-        return dict(obs=self.obs.map(lambda x: rows(x, idx)), actions=rows(self.actions, idx), logp=rows(self.logp, idx),
+        return dict(obs=self.obs.map(lambda x: rows(x, idx)),
+                    actions=rows(self.actions, idx), logp=rows(self.logp, idx),
                     adv=rows(self.adv, idx), returns=rows(self.returns, idx), rng=self.rng,
                     values=None if self.values is None else rows(self.values, idx))
 
@@ -166,7 +167,7 @@ class RecurrentBatch(Batch):
 class Segment:
     """T steps of k actors. dones[t] is True when step t ended the agent's episode."""
 
-    obs: Obs                # (T, k, ...) each entry: observation before step t ("image" (T, k, 4, 84, 84) uint8 on Atari)
+    obs: Obs                # (T, k, ...) each entry: observation before step t (Atari: "image" (T, k, 4, 84, 84))
     actions: np.ndarray     # (T, k) int64 (Discrete), (T, k, A) float32 (Box) or (T, k, dims) int64 (MultiDiscrete)
     logp: np.ndarray        # (T, k) float32: log pi_old(a_t | s_t)
     values: np.ndarray      # (T, k) float32: V_old(s_t)
