@@ -553,7 +553,12 @@ def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
         raise PPO1Error(f"{path} was trained on {saved.env_name}, not {config.env_name}")
     if json.loads(saved.env_kwargs) != json.loads(config.env_kwargs):
         raise PPO1Error(f"{path} was trained with --env_kwargs {saved.env_kwargs}, not {config.env_kwargs}")
-    check_observations(state.observations(), obs_spec, config.env_name)
+    try:
+        check_observations(state.observations(), obs_spec, config.env_name)
+    except PPO1Error as e:
+        if state.obs_spec is not None or config.frame_upscale:
+            raise
+        raise PPO1Error(f"{e} (its version resized every image: give --frame_upscale to resume it)") from None
     if saved.model_type != config.model_type:
         raise PPO1Error(f"{path} holds a {saved.model_type!r} model, not --model_type={config.model_type}")
     if (saved.rnn, saved.rnn_size) != (config.rnn, config.rnn_size):

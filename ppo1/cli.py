@@ -95,8 +95,8 @@ def _given_config_flags(args: argparse.Namespace) -> dict:
 GROUPS: dict[str, tuple[str, ...]] = {
     "what to train": ("mode", "env_name", "env_kwargs", "preset", "env_steps", "seed", "num_levels", "start_level",
                       "distribution_mode"),
-    "image observations (envs other than Atari and Procgen)": ("frame_skip", "frame_size", "frame_gray",
-                                                               "frame_stack", "obs_key", "obs_vectors"),
+    "image observations (envs other than Atari and Procgen)": ("frame_skip", "frame_size", "frame_upscale",
+                                                               "frame_gray", "frame_stack", "obs_key", "obs_vectors"),
     "PPO hyperparameters": (
         "timesteps_per_actorbatch", "optim_epochs", "optim_batchsize", "optim_stepsize", "anneal_lr",
         "adam_epsilon", "lr_warmup", "target_kl", "epsilon", "anneal_clip", "gamma", "lam", "ent_coef",

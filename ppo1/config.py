@@ -103,6 +103,11 @@ class Config:
         "keeps the env's own size",
         "An image smaller than N on both sides (a 7x7 symbolic view) keeps its size and its channels: it is "
         "neither upscaled nor turned gray.")
+    frame_upscale: bool = setting(False,
+        "image-observation envs other than Atari and Procgen: resize (and gray) an image smaller than "
+        "--frame_size too; off: it keeps its size and channels",
+        "Versions before named observation entries resized every image: their checkpoints play so, and resume "
+        "with --frame_upscale.")
     frame_gray: bool = setting(True,
         "image-observation envs other than Atari and Procgen: convert RGB frames to gray (--no-frame_gray "
         "keeps their colours)")

@@ -75,6 +75,8 @@ def _load_on_root(config: Config, given: dict, which: str) -> tuple[checkpoint.T
                 f"{getattr(saved, name)!r}: play and movie take the game and model from the checkpoint, "
                 f"so leave --{name} out")
     saved = dataclasses.replace(saved, **{n: getattr(config, n) for n in EVAL_FLAGS if hasattr(config, n)})
+    if state.obs_spec is None:  # a version before named observation entries: it resized every image
+        saved = dataclasses.replace(saved, frame_upscale=True)
     return dataclasses.replace(state, optimizer=None, ranks=None), path, saved
 
 

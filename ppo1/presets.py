@@ -125,4 +125,4 @@ def fast_optim_batchsize(actors: int, horizon: int, envs_per_rank: int = 1) -> i
 # Procgen its own.
 VECTOR_PRESETS = {"mujoco": VECTOR_DEFAULTS, "ppo_lstm": RECURRENT_VECTOR}
 # The flags of the image preprocessing (the `pixels` family's): refused for a family that takes none.
-FRAME_FLAGS = ("frame_skip", "frame_size", "frame_gray", "frame_stack", "obs_key", "obs_vectors")
+FRAME_FLAGS = ("frame_skip", "frame_size", "frame_upscale", "frame_gray", "frame_stack", "obs_key", "obs_vectors")

@@ -374,3 +374,29 @@ def test_an_image_smaller_than_frame_size_keeps_its_size_and_channels_and_the_cn
     logits, values = build("impala", env.action_space, env.obs_spec)(obs.map(torch.from_numpy)[None])
     assert logits.shape == (1, 4) and values.shape == (1,)
     env.close()
+
+
+def test_a_run_of_the_version_that_resized_small_images_plays_and_resumes_with_frame_upscale(tmp_path):
+    # as that version saved it: no frame_upscale setting, obs_shape, model_io's vec_dim
+    where = ["--checkpoint_dir", str(tmp_path), "--model_name", "old"]
+    r = run_cli([*TINY, "--env_steps", "256", *FACTORY, "--frame_upscale", *where])
+    assert r.returncode == 0, r.stderr
+    run = tmp_path / "old"
+    config = json.loads((run / "config.json").read_text())
+    del config["pixels"]["frame_upscale"]
+    (run / "config.json").write_text(json.dumps(config))
+    saved = torch.load(run / "latest.pt", weights_only=True)
+    assert saved.pop("obs_spec") == [["image", "image", [4, 84, 84]]]  # 24x24 RGB resized and grayed
+    del saved["config"]["pixels"]["frame_upscale"]
+    saved["obs_shape"], saved["model_io"]["vec_dim"] = [4, 84, 84], 0
+    torch.save(saved, run / "latest.pt")
+    r = run_cli(["--mode", "play", "--episodes", "1", *where])  # its images resized as then
+    assert r.returncode == 0 and "ppo1: 1 games: score" in r.stdout, r.stderr
+    r = run_cli(["--env_steps", "512", *where])
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "ppo1: error: checkpoint holds a model of observations image (4, 84, 84), tests.pixelenv:make_env now "
+        "gives image (12, 24, 24): was the env or its preprocessing changed? (its version resized every image: "
+        "give --frame_upscale to resume it)"]
+    r = run_cli(["--env_steps", "512", "--frame_upscale", *where])
+    assert r.returncode == 0 and "resuming from" in r.stdout, r.stderr
+    assert json.loads((run / "config.json").read_text())["pixels"]["frame_upscale"] is True

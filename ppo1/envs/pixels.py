@@ -48,15 +48,16 @@ class Frames:
     size: int = 84
     gray: bool = True
     stack: int = 4
-    key: str = ""  # --obs_key: the image entry of a Dict observation ("" = its only one)
+    key: str = ""  # --obs_key: the image entry of a Dict observation ("" = every image entry)
     vectors: bool = False  # --obs_vectors: a Dict's vector entries go to the network too
+    upscale: bool = False  # --frame_upscale: an image smaller than `size` is resized (and grayed) too
 
     @classmethod
     def of(cls, config) -> "Frames":
         """The run's preprocessing (--frame_skip, --frame_size, --frame_gray, --frame_stack, --obs_key,
-        --obs_vectors)."""
+        --obs_vectors, --frame_upscale)."""
         return cls(config.frame_skip, config.frame_size, config.frame_gray, config.frame_stack, config.obs_key,
-                   config.obs_vectors)
+                   config.obs_vectors, config.frame_upscale)
 
 
 def is_image_space(space) -> bool:
@@ -149,8 +150,8 @@ def frame_channels(channels: int, gray: bool) -> int:
 
 def as_is(image_shape: tuple[int, ...], frames: Frames) -> Frames:
     """The preprocessing of images of `image_shape`: `frames`, or for an image smaller than --frame_size on both
-    sides (a 7x7 symbolic view) its native size and channels (no upscaling, no gray)."""
-    if frames.size and image_shape[0] < frames.size and image_shape[1] < frames.size:
+    sides (a 7x7 symbolic view) its native size and channels (no upscaling, no gray) unless --frame_upscale."""
+    if frames.size and not frames.upscale and image_shape[0] < frames.size and image_shape[1] < frames.size:
         return dataclasses.replace(frames, size=0, gray=False)
     return frames
 
