@@ -167,11 +167,7 @@ def run_sb3(config, steps: int, seed: int, out: str, vec: str = "dummy") -> dict
             return self.torso(obs)
 
     def schedule(start: float, anneal: bool = True):
-        frac = steps / config.env_steps  # the part of the schedule this run covers
-
-        def f(progress_remaining: float) -> float:
-            return start * max(1.0 - (1.0 - progress_remaining) * frac, 0.0) if anneal else start
-        return f
+        return _schedule(start, steps / config.env_steps, anneal)
 
     env = _sb3_envs(config, seed, vec)
     orth = config.init == "orthogonal"
@@ -223,27 +219,18 @@ def run_sb3_recurrent(config, steps: int, seed: int, out: str) -> dict:
 
 
 def action_mask_kind(config) -> str | None:
-    """How `config.env_name`'s env gives its valid actions, as MaskablePPO reads them: "dict" (a Dict
-    observation with an `action_mask` entry), "method" (an `action_masks()` method that answers after a reset:
-    a method that raises AttributeError, as tests/maskenv.py's in its other modes, is no mask), or None.
-    Makes one env and resets it."""
-    import gymnasium
-
+    """How `config.env_name`'s env gives its valid actions, as ppo1 (ppo1.envs.masks.ActionMasks) and MaskablePPO
+    read them: "dict" (a Dict observation with an `action_mask` entry), "method" (an `action_masks()` method), or
+    None. Makes one env."""
     from ppo1.envref import resolve
+    from ppo1.envs.masks import ActionMasks
 
     env = resolve(config.env_name, config.env_kwargs).make(None)
     try:
-        space = env.observation_space
-        if isinstance(space, gymnasium.spaces.Dict) and "action_mask" in space.spaces:
-            return "dict"
-        env.reset(seed=0)
-        try:
-            env.get_wrapper_attr("action_masks")()  # through gymnasium.make's wrappers too
-            return "method"
-        except AttributeError:
-            return None
+        masks = ActionMasks.of(config.env_name, env)
     finally:
         env.close()
+    return None if masks is None else "method" if masks.method else "dict"
 
 
 def run_sb3_maskable(config, steps: int, seed: int, out: str) -> dict:
@@ -266,6 +253,7 @@ def run_sb3_maskable(config, steps: int, seed: int, out: str) -> dict:
 
     from ppo1.device import cpu_count
     from ppo1.envref import resolve
+    from ppo1.envs.masks import without_mask
     from ppo1.policies import normc_
 
     kind = action_mask_kind(config)
@@ -282,8 +270,7 @@ def run_sb3_maskable(config, steps: int, seed: int, out: str) -> dict:
 
         def __init__(self, env):
             super().__init__(env)
-            self.observation_space = gymnasium.spaces.Dict(
-                {k: s for k, s in env.observation_space.spaces.items() if k != "action_mask"})
+            self.observation_space = without_mask(env.observation_space)
 
         def _split(self, obs: dict) -> dict:
             self.mask = obs["action_mask"]
@@ -310,12 +297,8 @@ def run_sb3_maskable(config, steps: int, seed: int, out: str) -> dict:
 
     iteration = config.timesteps_per_actorbatch * ACTORS
     steps = max(steps // iteration, 1) * iteration  # whole iterations, as run_ppo1's --stop_after_iterations
-    frac = steps / config.env_steps  # the part of ppo1's schedule (alpha from 1 down) this run covers
-
     def schedule(start: float, anneal: bool = True):
-        def f(progress_remaining: float) -> float:  # SB3's 1 -> 0 over this run, ppo1's alpha 1 -> 1 - frac
-            return start * max(1.0 - (1.0 - progress_remaining) * frac, 0.0) if anneal else start
-        return f
+        return _schedule(start, steps / config.env_steps, anneal)
 
     clip = schedule(config.epsilon, config.anneal_clip)
     model = MaskablePPO("MultiInputPolicy" if kind == "dict" else "MlpPolicy", env,
@@ -339,6 +322,15 @@ def run_sb3_maskable(config, steps: int, seed: int, out: str) -> dict:
             torch.nn.init.zeros_(layer.bias)
 
     return _learn_logged(model, env, steps, out)
+
+
+def _schedule(start: float, frac: float, anneal: bool = True):
+    """An SB3 schedule (progress_remaining 1 -> 0 over its run) of ppo1's linear one, start x alpha with alpha
+    1 -> 1 - frac, where frac is the part of ppo1's schedule (config.env_steps) the run covers; `start` throughout
+    without `anneal`."""
+    def f(progress_remaining: float) -> float:
+        return start * max(1.0 - (1.0 - progress_remaining) * frac, 0.0) if anneal else start
+    return f
 
 
 def _learn_logged(model, env, steps: int, out: str, report_every: int = 0) -> dict:

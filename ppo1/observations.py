@@ -116,9 +116,6 @@ class Obs:
         for k, v in self.entries.items():
             v[index] = value.entries[k]
 
-    def __contains__(self, name: str) -> bool:
-        return name in self.entries
-
     def __iter__(self) -> Iterator[str]:
         return iter(self.entries)
 

@@ -236,7 +236,7 @@ class Collector:
     def _buffers(self, horizon: int, k: int) -> dict:
         """A Segment's arrays for T = horizon steps of k envs, zeros."""
         policy = self.policy
-        return dict(obs=self.obs.map(lambda x: np.zeros((horizon, *x.shape), x.dtype)),
+        return dict(obs=self.venv.obs_spec.zeros(horizon, k),
                     actions=np.zeros((horizon, k, *policy.action_shape), policy.action_dtype),
                     logp=np.zeros((horizon, k), np.float32), values=np.zeros((horizon, k), np.float32),
                     rewards=np.zeros((horizon, k), np.float32), dones=np.zeros((horizon, k), bool),
