@@ -12,10 +12,11 @@ import sys
 import gymnasium
 import numpy as np
 
-# echoes each line, but for "hang", after which it answers nothing more; at EOF (its env gone) it runs on, as an
-# engine that does not notice, until it is killed
-ENGINE = ("import sys, time\nfor line in sys.stdin:\n    if line == 'hang\\n':\n        time.sleep(3600)\n"
-          "    sys.stdout.write(line)\n    sys.stdout.flush()\ntime.sleep(3600)\n# {tag}\n")
+# says "ready" once it runs, then echoes each line, but for "hang", after which it answers nothing more; at EOF
+# (its env gone) it runs on, as an engine that does not notice, until it is killed
+ENGINE = ("import sys, time\nprint('ready', flush=True)\nfor line in sys.stdin:\n"
+          "    if line == 'hang\\n':\n        time.sleep(3600)\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
+          "time.sleep(3600)\n# {tag}\n")
 started = 0  # envs reset in this process
 
 
@@ -28,6 +29,11 @@ class ChildEnv(gymnasium.Env):
         self.action_space = gymnasium.spaces.Discrete(2)
         self.engine = subprocess.Popen([sys.executable, "-c", ENGINE.format(tag=tag)], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, text=True)
+        # the engine's first line: it runs its program, so its command line (and tag) is readable from now on
+        # (Popen returns once exec is under way, when /proc/<pid>/cmdline can still be empty)
+        if self.engine.stdout.readline() != "ready\n":
+            self.close()
+            raise RuntimeError("the engine did not start")
 
     def _ask(self, n: int) -> float:
         try:
