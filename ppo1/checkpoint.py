@@ -35,7 +35,7 @@ from ppo1.observations import IMAGE, ObsSpec
 LATEST = "latest.pt"
 BEST = "best.pt"
 CONFIG = "config.json"
-FORMAT = 1
+FORMAT = 2  # what every checkpoint written now is; `upgrade` reads format 1 (ppo1 before 2026-12-04) as format 2
 RECENT = 100  # the mean return and length reported are over the last RECENT real games (all ranks)
 
 
@@ -248,14 +248,17 @@ class TrainState:
     """Everything a checkpoint holds, and the only code that knows how it is laid out on disk.
 
     A checkpoint is the dict of `to_checkpoint()` (format FORMAT), saved with torch.save. `model`,
-    `config` (Config.to_saved()), the counters and the action/actor counts are in every checkpoint
-    (play and movie need them); a training resumes from the rest as well (`resumable`).
+    `config` (Config.to_saved()), the counters, the action/actor counts and what sizes the model (`obs_spec`,
+    `model_io`) are in every checkpoint (play and movie need them); a training resumes from the rest as well.
+    Checkpoints of format 1 are read through `upgrade`.
     """
 
     model: dict                        # state dict, CPU tensors
     config: dict                       # Config.to_saved() of the run
     num_actions: int
     n_actors: int                      # ranks x envs_per_rank
+    obs_spec: list                     # the observations the model reads: ObsSpec.to_list()
+    model_io: dict                     # the rest that sizes the model without an env (ModelIO.of)
     iteration: int = 0
     timesteps: int = 0                 # agent steps over all actors
     episodes: int = 0                  # real games finished over all actors
@@ -264,10 +267,7 @@ class TrainState:
     n_ranks: int | None = None
     ranks: list[dict] | None = None    # RankState.to_dict() of every rank, in rank order
     reward_norm: dict | None = None    # --norm_reward: RewardNormalizer.state_dict() (the same on every rank)
-    obs_spec: list | None = None  # the observations the model reads: ObsSpec.to_list() (None in older checkpoints)
-    obs_shape: list[int] | None = None  # what older checkpoints say instead: the one entry's shape (obs_spec reads it)
     action_nvec: list[int] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension (else None)
-    model_io: dict | None = None  # the rest that sizes the model without an env (ModelIO; None in older checkpoints)
     best: dict | None = None  # best.pt: its evaluation {"score", "iteration", "timesteps", "games", "greedy"}
     wandb_id: str | None = None  # --wandb: the W&B run's id, which a resume continues (None: none yet, or older)
 
@@ -278,8 +278,7 @@ class TrainState:
                 "recent_returns": [r for r, _ in self.recent], "recent_lengths": [n for _, n in self.recent],
                 "num_actions": self.num_actions, "n_actors": self.n_actors, "n_ranks": self.n_ranks,
                 "config": self.config, "ranks": self.ranks, "reward_norm": self.reward_norm,
-                "obs_spec": self.obs_spec, "obs_shape": self.obs_shape, "action_nvec": self.action_nvec,
-                "model_io": self.model_io,
+                "obs_spec": self.obs_spec, "action_nvec": self.action_nvec, "model_io": self.model_io,
                 "best": self.best, "wandb_id": self.wandb_id}
         return {k: v for k, v in data.items() if v is not None}
 
@@ -287,7 +286,8 @@ class TrainState:
     def from_checkpoint(cls, data: Any, path: str, resume: bool = False) -> "TrainState":
         """A TrainState from a loaded checkpoint dict. Raises PPO1Error (naming `path`) unless it is a
         ppo1 checkpoint of format FORMAT with what play and movie need, and, with `resume`, all that
-        a training resumes from."""
+        a training resumes from. A checkpoint of format 1 is read as `upgrade` makes it."""
+        data = upgrade(data, path)
         if not isinstance(data, dict) or data.get("format") != FORMAT or "model" not in data:
             raise PPO1Error(f"checkpoint {path} is not a ppo1 checkpoint (format {FORMAT})")
         _check_keys(data, path, _REQUIRED)
@@ -301,33 +301,19 @@ class TrainState:
                    n_actors=data["n_actors"], iteration=data["iteration"], timesteps=data["timesteps"],
                    episodes=data.get("episodes", 0), recent=collections.deque(recent, maxlen=RECENT),
                    optimizer=data.get("optimizer"), n_ranks=data.get("n_ranks"), ranks=data.get("ranks"),
-                   reward_norm=data.get("reward_norm"), obs_spec=_spec(data.get("obs_spec"), path),
-                   obs_shape=_shape(data.get("obs_shape"), "obs_shape", path),
+                   reward_norm=data.get("reward_norm"), obs_spec=_spec(data["obs_spec"], path),
                    action_nvec=_shape(data.get("action_nvec"), "action_nvec", path),
-                   model_io=ModelIO.check(data.get("model_io"), path), best=_best(data.get("best"), path),
+                   model_io=ModelIO.check(data["model_io"], path), best=_best(data.get("best"), path),
                    wandb_id=_wandb_id(data.get("wandb_id"), path))
 
-    def observations(self) -> ObsSpec | None:
-        """The observations the model reads: obs_spec, or for an older checkpoint its obs_shape (with model_io's
-        vec_dim: an image of one channel fewer and a vector of vec_dim numbers, which it packed into a last
-        channel); None for one written before obs_shape."""
-        if self.obs_spec is not None:
-            return ObsSpec.from_list(self.obs_spec)
-        if self.obs_shape is None:
-            return None
-        shape, vec_dim = tuple(self.obs_shape), (self.model_io or {}).get("vec_dim", 0)
-        if len(shape) == 1:
-            return ObsSpec.of(vector=shape[0])
-        return ObsSpec.of({IMAGE: (shape[0] - 1, *shape[1:]) if vec_dim else shape}, vector=vec_dim)
+    def observations(self) -> ObsSpec:
+        """The observations the model reads."""
+        return ObsSpec.from_list(self.obs_spec)
 
     def model_spec(self):
-        """(observations (ObsSpec), action space, stacked) that build() takes for this checkpoint's model, read
-        from the checkpoint alone; None for a checkpoint written before model_io (its env must be made to know)."""
-        spec = self.observations()
-        if self.model_io is None or spec is None:
-            return None
+        """(observations (ObsSpec), action space, stacked) that build() takes for this checkpoint's model."""
         m = self.model_io
-        return spec, ModelIO.space(m["actions"], self.num_actions, self.action_nvec), m["stacked"]
+        return self.observations(), ModelIO.space(m["actions"], self.num_actions, self.action_nvec), m["stacked"]
 
     def rank(self, r: int) -> RankState:
         """Rank r's saved generators and games."""
@@ -343,8 +329,7 @@ class TrainState:
 class ModelIO:
     """A checkpoint's `model_io`: what builds its model besides obs_spec, num_actions and action_nvec, so that
     play and movie need no env to size it: {"actions": "discrete" | "box" | "multi", "stacked": whether the images
-    are stacks of frames (None: unknown)}; older checkpoints also hold "vec_dim", the numbers they packed into the
-    image's last channel (TrainState.observations reads it)."""
+    are stacks of frames (None: unknown)}."""
 
     KINDS = ("discrete", "box", "multi")
 
@@ -367,15 +352,47 @@ class ModelIO:
         return gymnasium.spaces.Discrete(num_actions)
 
     @classmethod
-    def check(cls, value: Any, path: str) -> dict | None:
-        """A checkpoint's model_io as read, or None; PPO1Error naming `path` when it is malformed."""
-        if value is None:
-            return None
-        vec_dim = value.get("vec_dim", 0) if isinstance(value, dict) else None
-        if not (isinstance(value, dict) and value.get("actions") in cls.KINDS and type(vec_dim) is int
-                and vec_dim >= 0 and value.get("stacked") in (None, True, False)):
+    def check(cls, value: Any, path: str) -> dict:
+        """A checkpoint's model_io as read; PPO1Error naming `path` when it is malformed."""
+        if not (isinstance(value, dict) and set(value) == {"actions", "stacked"} and value["actions"] in cls.KINDS
+                and value["stacked"] in (None, True, False)):
             raise PPO1Error(f"checkpoint {path} is corrupt: 'model_io' is {value!r}")
         return value
+
+
+def upgrade(data: Any, path: str) -> Any:
+    """A checkpoint dict of format 1 as format 2 says it; anything else as it is (from_checkpoint checks it).
+
+    Format 1 said what the model reads by its version: `obs_spec` as format 2 does; or (before named observation
+    entries) `obs_shape`, the one image's shape with model_io's `vec_dim` numbers packed into one last channel, read
+    as that image one channel smaller beside a vector, from a version that resized every image (its config gets
+    frame_upscale, which the setting does now); or nothing (before 2026-12-02), which is refused: PPO1Error."""
+    if not isinstance(data, dict) or data.get("format") != 1:
+        return data
+    old_io, shape = data.get("model_io"), data.get("obs_shape")
+    if not isinstance(old_io, dict) or (data.get("obs_spec") is None and shape is None):
+        raise PPO1Error(f"checkpoint {path} is of a ppo1 version before 2026-12-02, which did not save what its "
+                        "model reads: play it with that version, or train anew (--fresh)")
+    vec_dim = old_io.get("vec_dim", 0)
+    if type(vec_dim) is not int or vec_dim < 0 or _shape(shape, "obs_shape", path) == []:
+        raise PPO1Error(f"checkpoint {path} is corrupt: 'obs_shape' {shape!r} with 'model_io' {old_io!r}")
+    new = {k: v for k, v in data.items() if k != "obs_shape"}
+    new.update(format=FORMAT, model_io={k: v for k, v in old_io.items() if k != "vec_dim"})
+    if data.get("obs_spec") is None:
+        shape = tuple(shape)
+        spec = (ObsSpec.of(vector=shape[0]) if len(shape) == 1 else
+                ObsSpec.of({IMAGE: (shape[0] - 1, *shape[1:]) if vec_dim else shape}, vector=vec_dim))
+        new.update(obs_spec=spec.to_list(), config=_resizing(data["config"]))
+    return new
+
+
+def _resizing(config: Any) -> Any:
+    """A saved config of a version before --frame_upscale, which resized every image, with frame_upscale set."""
+    if not isinstance(config, dict) or "frame_upscale" in config or "frame_upscale" in config.get("pixels", {}):
+        return config
+    if isinstance(config.get("pixels"), dict):
+        return {**config, "pixels": {**config["pixels"], "frame_upscale": True}}
+    return {**config, "frame_upscale": True}
 
 
 def _shape(value: Any, key: str, path: str) -> list[int] | None:
@@ -413,7 +430,7 @@ def _wandb_id(value: Any, path: str) -> str | None:
 
 # Keys every checkpoint holds, with their types (play and movie need these) ...
 _REQUIRED = {"format": int, "model": dict, "iteration": int, "timesteps": int, "num_actions": int,
-             "n_actors": int, "config": dict}
+             "n_actors": int, "config": dict, "obs_spec": list, "model_io": dict}
 # ... and the ones a training resumes from as well.
 _RESUME = {"optimizer": dict, "episodes": int, "recent_returns": list, "recent_lengths": list, "n_ranks": int,
            "ranks": list}
@@ -556,7 +573,7 @@ def validate(state: TrainState, config: Config, num_actions: int, n_actors: int,
     try:
         check_observations(state.observations(), obs_spec, config.env_name)
     except PPO1Error as e:
-        if state.obs_spec is not None or config.frame_upscale:
+        if config.frame_upscale or not saved.frame_upscale:
             raise
         raise PPO1Error(f"{e} (its version resized every image: give --frame_upscale to resume it)") from None
     if saved.model_type != config.model_type:
@@ -580,9 +597,9 @@ CORE_NAMES = {"lstm": "an LSTM", "gru": "a GRU"}
 CRITIC_NAMES = {"shared": "the policy's core", "separate": "a core of its own"}
 
 
-def check_observations(saved: ObsSpec | None, now: ObsSpec | None, env_name: str) -> None:
+def check_observations(saved: ObsSpec, now: ObsSpec | None, env_name: str) -> None:
     """Raise PPO1Error if the checkpoint's model reads the observations `saved` and the env now gives others
-    (`now`: its own code, or the preprocessing flags, changed). Checkpoints without them pass."""
-    if now is not None and saved is not None and saved != now:
+    (`now`: its own code, or the preprocessing flags, changed); `now` None: not known, which passes."""
+    if now is not None and saved != now:
         raise PPO1Error(f"checkpoint holds a model of observations {saved.describe()}, {env_name} now gives "
                         f"{now.describe()}: was the env or its preprocessing changed?")

@@ -75,8 +75,6 @@ def _load_on_root(config: Config, given: dict, which: str) -> tuple[checkpoint.T
                 f"{getattr(saved, name)!r}: play and movie take the game and model from the checkpoint, "
                 f"so leave --{name} out")
     saved = dataclasses.replace(saved, **{n: getattr(config, n) for n in EVAL_FLAGS if hasattr(config, n)})
-    if state.obs_spec is None:  # a version before named observation entries: it resized every image
-        saved = dataclasses.replace(saved, frame_upscale=True)
     return dataclasses.replace(state, optimizer=None, ranks=None), path, saved
 
 
@@ -98,7 +96,7 @@ def load_trained(config: Config, given: dict, comm: Comm, which: str = "latest")
     comm.agree(error)
     state, path, saved = comm.bcast(loaded)
     policy = None
-    try:  # the model's shapes come from the checkpoint (older ones: from the env, made as then)
+    try:  # the model's shapes come from the checkpoint
         policy = _policy_for(state, saved, path)
     except PPO1Error as e:
         error = e
@@ -112,29 +110,14 @@ def load_trained(config: Config, given: dict, comm: Comm, which: str = "latest")
 
 
 def _policy_for(state: checkpoint.TrainState, saved: Config, path: str) -> ActorCritic:
-    """The checkpoint's model, sized from the checkpoint (its model_io), or for a checkpoint written before
-    model_io from the family's known observations or else the env `saved` makes. Raises PPO1Error when that
-    env now has other observations or actions than the model (its code or kwargs changed)."""
-    family = families.by_name(saved.env_name, saved.env_kwargs)
-    spec = state.model_spec()
-    if spec is not None:  # no env made here: play and movie make theirs and check it (Trained.check_env)
-        obs, actions, stacked = spec
-    elif family is not None and family.obs_spec is not None:  # known observations: no env needed (nor installed)
-        obs, actions, stacked = family.obs_spec, state.num_actions, False
-    else:
-        env = make_eval_env(saved.env_name, np.random.SeedSequence(0), options=EnvOptions.of(saved))
-        try:
-            check_env_fits(f"checkpoint {path}", state.num_actions, state.action_nvec, state.observations(),
-                           saved.env_name, env)
-            obs, actions = env.obs_spec, env.action_space
-            stacked = getattr(env, "stacked", None)
-        finally:
-            env.close()
+    """The checkpoint's model, sized from the checkpoint alone: no env is made here (play and movie make theirs and
+    check it: Trained.check_env). Raises PPO1Error when its weights do not fit that model."""
+    obs, actions, stacked = state.model_spec()
     policy = build(saved.model_type, actions, obs, frame_norm=saved.frame_norm, rnn=saved.rnn,
                    rnn_size=saved.rnn_size, stacked=stacked, rnn_critic=saved.rnn_critic)
     try:
         policy.load_state_dict(state.model)  # CPU tensors (checkpoint.load maps them there)
-    except RuntimeError as e:  # a checkpoint without obs_shape, of another env
+    except RuntimeError as e:
         raise PPO1Error(f"checkpoint {path} does not fit {saved.env_name}: {str(e).splitlines()[-1].strip()}") from None
     return policy
 

@@ -7,9 +7,14 @@ from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 
 
+SPEC = [["image", "image", [4, 84, 84]]]
+IO = {"actions": "discrete", "stacked": True}
+
+
 def state(iteration, **kw):
     return checkpoint.TrainState(model={"w": torch.full((3,), float(iteration))}, config=Config().to_dict(),
-                                 num_actions=6, n_actors=8, iteration=iteration, timesteps=iteration * 10, **kw)
+                                 num_actions=6, n_actors=8, obs_spec=SPEC, model_io=IO, iteration=iteration,
+                                 timesteps=iteration * 10, **kw)
 
 
 def test_round_trip_loads_with_weights_only(tmp_path):
@@ -108,27 +113,56 @@ def test_a_checkpoint_records_multidiscrete_actions_and_refuses_an_env_of_other_
         checkpoint.TrainState.from_checkpoint({**state(1).to_checkpoint(), "action_nvec": "x"}, "p")
 
 
-def _saved_before_train_state(iteration: int = 3) -> dict:
-    """A resumable checkpoint dict exactly as ppo1 wrote it before TrainState (format 1)."""
+def _format_1(iteration: int = 3, **what_the_model_reads) -> dict:
+    """A resumable checkpoint dict as ppo1 wrote it in format 1 (before 2026-12-04), with `what_the_model_reads`
+    (obs_spec, or obs_shape and model_io, by its version)."""
     rank = {"torch_rng": torch.get_rng_state(), "np_rng": {"bit_generator": "PCG64"}, "py_rng": (3, (1, 2), None),
             "envs": None, "cuda_rng": None}
-    old = dict(Config().to_dict(), extra={})
     return {"format": 1, "model": {"w": torch.ones(3)}, "optimizer": {"state": {}, "param_groups": []},
             "iteration": iteration, "timesteps": 30, "episodes": 2, "recent_returns": [-21.0, -20.0],
-            "recent_lengths": [800, 900], "num_actions": 6, "n_actors": 8, "n_ranks": 2, "config": old,
-            "ranks": [rank, rank]}
+            "recent_lengths": [800, 900], "num_actions": 6, "n_actors": 8, "n_ranks": 2,
+            "config": Config().to_saved(), "ranks": [rank, rank], **what_the_model_reads}
 
 
-def test_a_checkpoint_written_before_train_state_resumes_and_is_written_back_the_same(tmp_path):
-    old = _saved_before_train_state()
+def test_a_format_1_checkpoint_with_obs_spec_resumes_and_is_written_back_as_format_2_holding_the_same(tmp_path):
+    old = _format_1(obs_spec=SPEC, model_io=IO)  # as 73847f9 wrote it
     torch.save(old, tmp_path / "latest.pt")
     s, path, problems = checkpoint.load_newest(str(tmp_path), resume=True)
     assert (s.iteration, s.timesteps, s.episodes, list(s.recent)) == (3, 30, 2, [(-21.0, 800), (-20.0, 900)])
     assert s.rank(1).py_rng == (3, (1, 2), None) and s.n_ranks == 2 and not problems
+    assert s.observations().describe() == "image (4, 84, 84)" and s.model_spec()[2] is True
     again = s.to_checkpoint()
-    assert sorted(again) == sorted(old)
-    assert all(again[k] is old[k] or again[k] == old[k] for k in old if k not in ("model", "ranks"))
+    assert again["format"] == 2 and sorted(again) == sorted(old)
+    assert all(again[k] is old[k] or again[k] == old[k] for k in old if k not in ("format", "model", "ranks"))
     assert checkpoint.TrainState.from_checkpoint(again, "again", resume=True).to_checkpoint().keys() == again.keys()
+
+
+def test_a_format_1_checkpoint_with_a_packed_vector_is_read_as_an_image_and_a_vector_that_resized_its_images():
+    old = _format_1(obs_shape=[5, 24, 24], model_io={**IO, "vec_dim": 1})
+    del old["config"]["pixels"]["frame_upscale"]  # that version had no such setting
+    s = checkpoint.TrainState.from_checkpoint(old, "p", resume=True)
+    assert s.observations().describe() == "image (4, 24, 24), vector (1,)" and s.model_io == IO
+    assert Config.from_dict(s.config).frame_upscale, "that version resized every image"
+    assert "obs_shape" not in s.to_checkpoint()
+    flat = checkpoint.TrainState.from_checkpoint(_format_1(obs_shape=[30], model_io=IO), "p")
+    assert flat.observations().describe() == "vector (30,)"
+
+
+@pytest.mark.parametrize("reads", [{}, {"obs_shape": [4, 84, 84]}, {"model_io": {"actions": "discrete"}}],
+                         ids=["nothing", "no-model-io", "obs-shape-not-given"])
+def test_a_format_1_checkpoint_that_does_not_say_what_its_model_reads_is_refused_in_one_line(reads):
+    with pytest.raises(PPO1Error, match=r"^checkpoint p is of a ppo1 version before 2026-12-02, which did not save "
+                                        r"what its model reads: play it with that version, or train anew \(--fresh\)$"):
+        checkpoint.TrainState.from_checkpoint(_format_1(**reads), "p")
+
+
+def test_a_format_2_checkpoint_without_its_observations_is_refused_as_incomplete():
+    data = state(1).to_checkpoint()
+    del data["obs_spec"]
+    with pytest.raises(PPO1Error, match="^checkpoint p is incomplete: it has no 'obs_spec'$"):
+        checkpoint.TrainState.from_checkpoint(data, "p")
+    with pytest.raises(PPO1Error, match="^checkpoint p is corrupt: 'model_io' is "):
+        checkpoint.TrainState.from_checkpoint({**state(1).to_checkpoint(), "model_io": {**IO, "vec_dim": 1}}, "p")
 
 
 def test_a_checkpoint_without_what_a_training_resumes_from_loads_for_play_only(tmp_path):

@@ -178,11 +178,12 @@ def test_play_and_movie_size_the_model_from_the_checkpoint_and_refuse_an_env_tha
     with pytest.raises(PPO1Error, match=r"has 4 actions, .* has actions \[2, 2, 2, 2\]"):
         trained.check_env(binary)
     binary.close()
-    del saved["model_io"]  # a checkpoint of before model_io: sized from its env, made as then, and checked alike
-    saved["config"]["env_kwargs"], saved["config"]["pixels"]["frame_size"] = '{"size": 24}', 20
+    del saved["model_io"]  # a checkpoint of a version before model_io, which needed its env to size its model
+    saved["format"] = 1
     torch.save(saved, tmp_path / "px" / "latest.pt")
-    with pytest.raises(PPO1Error, match=r"holds a model of observations image \(12, 24, 24\), .* now gives image \(4, 20, 20\)"):
-        load_trained(Config(checkpoint_dir=str(tmp_path), model_name="px"), {}, Comm(None))
+    with pytest.raises(PPO1Error, match=r"latest.pt is of a ppo1 version before 2026-12-02, which did not save what"):
+        load_trained(Config(checkpoint_dir=str(tmp_path), model_name="px"), {}, Comm(None),
+                     str(tmp_path / "px" / "latest.pt"))
 
 
 def test_each_env_is_made_once_a_new_run_keeps_the_env_that_told_its_family_and_play_makes_one(tmp_path):
@@ -257,7 +258,7 @@ def test_a_dict_observation_trains_on_its_image_entries_unless_obs_key_names_one
     assert r.returncode == 0 and "ppo1: 1 games: score" in r.stdout, r.stderr
     # as the version before observations had named entries wrote it: the vector packed into a 5th channel
     del saved["obs_spec"]
-    saved["obs_shape"], saved["model_io"]["vec_dim"] = [5, 24, 24], 1
+    saved["format"], saved["obs_shape"], saved["model_io"]["vec_dim"] = 1, [5, 24, 24], 1
     torch.save(saved, tmp_path / "d" / "latest.pt")
     r = run_cli(["--mode", "play", "--episodes", "1", "--checkpoint_dir", str(tmp_path), "--model_name", "d"])
     assert r.returncode == 0 and "ppo1: 1 games: score" in r.stdout, r.stderr
@@ -388,7 +389,7 @@ def test_a_run_of_the_version_that_resized_small_images_plays_and_resumes_with_f
     saved = torch.load(run / "latest.pt", weights_only=True)
     assert saved.pop("obs_spec") == [["image", "image", [4, 84, 84]]]  # 24x24 RGB resized and grayed
     del saved["config"]["pixels"]["frame_upscale"]
-    saved["obs_shape"], saved["model_io"]["vec_dim"] = [4, 84, 84], 0
+    saved["format"], saved["obs_shape"], saved["model_io"]["vec_dim"] = 1, [4, 84, 84], 0
     torch.save(saved, run / "latest.pt")
     r = run_cli(["--mode", "play", "--episodes", "1", *where])  # its images resized as then
     assert r.returncode == 0 and "ppo1: 1 games: score" in r.stdout, r.stderr
