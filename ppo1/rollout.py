@@ -250,7 +250,7 @@ class Collector:
         """V of observations (n, ...) (a recurrent policy's: from the memories (n, memory_size) that led to
         them); no action is drawn, so the policy's random stream is left as it is."""
         obs = obs.map(lambda x: torch.from_numpy(x).to(self.device))
-        return self.policy.step(obs, memory)[1].float().cpu().numpy()
+        return self.policy.value(obs, memory).float().cpu().numpy()
 
     def collect(self) -> Segment:
         """Run the policy for T steps in every env. Returns the (reused) Segment buffer."""
@@ -259,8 +259,8 @@ class Collector:
         seg.cut_values[:] = 0.0
         for t in range(self.T):
             self._step(t)
-        with self.profile.timer("inference"):
-            seg.last_value[:] = self.act(self.obs, self.memory)[2]
+        with self.profile.timer("inference"):  # the bootstrap V(s_T): no action drawn for it
+            seg.last_value[:] = self.value(self.obs, self.memory)
         return seg
 
     def _step(self, t: int) -> None:

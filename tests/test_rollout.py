@@ -101,3 +101,38 @@ def test_multidiscrete_actions_are_stored_per_step_as_integer_vectors_and_index_
         torch.testing.assert_close(policy.dist(b.obs)[0].log_prob(b.actions), b.logp)
     for mb in b.minibatches(4):
         assert mb.actions.shape == (4, 2)
+
+
+def _act_states(policy) -> list:
+    """Note torch's random state after each of `policy`'s act calls (the collector's action draws)."""
+    states, real = [], policy.act
+
+    def act(*a, **k):
+        out = real(*a, **k)
+        states.append(torch.get_rng_state())
+        return out
+    policy.act = act
+    return states
+
+
+def test_the_bootstrap_value_draws_no_action_so_the_random_stream_is_the_t_steps_draws():
+    # the value of the observation after the segment, feed-forward and recurrent, is the one act gives it, but
+    # no action is drawn for it: torch's random stream is where the T steps' actions left it
+    from ppo1.envs import make_vec_env
+    from ppo1.policies import build
+    from ppo1.rollout import make_collector
+    for rnn in ("none", "lstm"):
+        torch.manual_seed(0)
+        venv = make_vec_env("CartPole-v1", 2, seed=0, rank=0)
+        policy = build("mlp", venv.action_space, venv.obs_spec, rnn=rnn, rnn_size=8)
+        collector = make_collector(venv, policy, 4, venv.reset(), seq_len=4)
+        states = _act_states(policy)
+        seg = collector.collect()
+        assert len(states) == 4 and torch.equal(torch.get_rng_state(), states[-1])
+        obs = collector.obs.map(torch.from_numpy)
+        before = torch.get_rng_state()
+        value = policy.value(obs, collector.memory)
+        assert torch.equal(torch.get_rng_state(), before)
+        assert np.array_equal(seg.last_value, value.numpy())
+        assert torch.equal(value, policy.act(obs, memory=collector.memory)[2])
+
