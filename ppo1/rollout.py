@@ -55,7 +55,8 @@ class Batch:
     obs: the observations' entries (ppo1.observations), each (N, ...): images (N, 4, 84, 84) uint8 (in frame_layout:
     channels-last on the CPU), a vector (N, D) float32, an action mask (N, A) bool; actions (N,) int64
     (Discrete), (N, A) float32 (Box) or (N, dims) int64 (MultiDiscrete, MultiBinary); logp, adv, returns (N,);
-    values (N,): V_old, the rollout's values (for --clip_vloss; None where not kept).
+    values (N,): V_old, the rollout's values, on which the returns were built (for --clip_vloss; None where not
+    kept).
     `rng` is the rank's generator that shuffles them (its state is checkpointed: a resumed run
     draws the same minibatches).
     """
@@ -102,18 +103,15 @@ class Batch:
 
     @torch.no_grad()
     def relabel(self, policy: torch.nn.Module, block: int = 1024) -> None:
-        """Set logp and values to those of `policy` as it is now (pi_old of the update), in forward passes
-        over `blocks` of about `block` samples, in the update's precision: after its input statistics
-        moved, or with --precision bf16 (Trainer.update), so the update's first ratio is 1, as baselines
-        assigns old = new after updating its ob_rms."""
-        logp, values = [], []  # new tensors: on the CPU, logp and values share the Segment's buffers
+        """Set logp to that of `policy` as it is now (pi_old of the update), in forward passes over `blocks`
+        of about `block` samples, in the update's precision: after its input statistics moved, or with
+        --precision bf16 (Trainer.update), so the update's first ratio is 1, as baselines assigns old = new
+        after updating its ob_rms. `values` stay the rollout's: the returns were built on them, so the clipped
+        value loss (--clip_vloss) is centred there."""
+        logp = []  # a new tensor: on the CPU, logp shares the Segment's buffer
         for part in self.blocks(block):
-            dist, v = part.forward(policy)
-            logp.append(dist.log_prob(part.actions))
-            values.append(v)
+            logp.append(part.forward(policy)[0].log_prob(part.actions))
         self.logp = torch.cat(logp).float()
-        if self.values is not None:
-            self.values = torch.cat(values).float()
 
 
 @dataclasses.dataclass

@@ -52,17 +52,19 @@ def test_a_minibatch_never_holds_a_single_leftover_sample():
     assert [len(m) for m in b.minibatches(31)] == [31]
 
 
-def test_relabel_gives_the_log_probs_and_values_of_the_policy_as_it_is_now():
+def test_relabel_gives_the_log_probs_of_the_policy_as_it_is_now_and_keeps_the_rollouts_values():
+    # --clip_vloss clips V around the values the returns were built on: the rollout's, not the recomputed ones
     from ppo1.policies import build
     torch.manual_seed(0)
     policy = build("small", 6, frame_norm="center")
     seg = _segment()
+    seg.values[:] = np.arange(8, dtype=np.float32).reshape(4, 2)
     b = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=False)
     before = seg.logp.copy()
     b.relabel(policy, block=3)
     dist, values = policy.dist(b.obs)
     torch.testing.assert_close(b.logp, dist.log_prob(b.actions), rtol=0, atol=1e-6)
-    torch.testing.assert_close(b.values, values, rtol=0, atol=1e-6)
+    assert b.values.tolist() == list(range(8)) and not torch.allclose(b.values, values)
     np.testing.assert_array_equal(seg.logp, before)  # the segment's own buffers are left as they were
 
 
