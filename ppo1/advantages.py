@@ -7,7 +7,8 @@ import torch
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_value: np.ndarray,
-        gamma: float, lam: float, cut_values: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        gamma: float, lam: float, cut_values: np.ndarray | None = None,
+        live: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """GAE(lambda) advantages and TD(lambda) value targets for a segment of T steps of k actors.
 
     rewards, values, dones: (T, k); dones[t] is True when the episode ended with step t, so step
@@ -15,9 +16,11 @@ def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_value: 
     observation after the segment's last step, bootstrapped unless that step ended an episode.
     cut_values (T, k): V of the last observation of an episode cut by a time limit at step t (0
     elsewhere): a time limit is not a terminal state, so that step bootstraps from it (as SB3).
+    live (T, k) bool: False for a step that never ran (its env crashed and was made anew; done): its
+    advantage is 0, so the episode ends at s_t as one cut there, step t-1 bootstrapping from V(s_t).
 
         delta_t = r_t + gamma * (V(s_{t+1}) * (1 - done_t) + V_cut_t) - V(s_t)
-        A_t     = delta_t + gamma * lam * (1 - done_t) * A_{t+1}
+        A_t     = (delta_t + gamma * lam * (1 - done_t) * A_{t+1}) * live_t
         R_t     = A_t + V(s_t)                      (the TD(lambda) return)
 
     Returns (advantages (T, k) float32, returns (T, k) float32).
@@ -30,7 +33,8 @@ def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_value: 
         nonterminal = 1.0 - dones[t].astype(np.float32)
         bootstrap = next_value * nonterminal + (0.0 if cut_values is None else cut_values[t])
         delta = rewards[t] + gamma * bootstrap - values[t]
-        adv[t] = last = delta + gamma * lam * nonterminal * last
+        last = delta + gamma * lam * nonterminal * last
+        adv[t] = last = last if live is None else np.where(live[t], last, np.float32(0.0))
         next_value = values[t]
     return adv, (adv + values).astype(np.float32)
 
@@ -94,6 +98,13 @@ class RewardNormalizer:
         self.stats = state["stats"].double().numpy().copy()
 
 
-def standardize(x: np.ndarray) -> np.ndarray:
-    """(x - mean) / std over the rank's batch, as baselines standardizes advantages."""
-    return ((x - x.mean()) / (x.std() + 1e-8)).astype(np.float32)
+def standardize(x: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """(x - mean) / std over the rank's batch, as baselines standardizes advantages. With `weights` (1 or 0 per
+    sample): the mean and std of the samples of weight 1 alone, those of weight 0 (steps whose env crashed,
+    trained on by no loss) set to 0."""
+    if weights is None:
+        return ((x - x.mean()) / (x.std() + 1e-8)).astype(np.float32)
+    out, live = np.zeros(x.shape, np.float32), weights > 0
+    if live.any():
+        out[live] = standardize(x[live])
+    return out

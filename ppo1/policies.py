@@ -190,6 +190,12 @@ class ActorCritic(nn.Module):
         return self.distribution(out, obs), value
 
     @torch.no_grad()
+    def value(self, obs: Obs, memory: torch.Tensor | None = None) -> torch.Tensor:
+        """V of B observations (B,) (a recurrent policy's from the memories (B, memory_size) before them), the
+        value `act` gives them; no action is drawn, so torch's random stream is left as it is."""
+        return self.step(obs, memory)[1]
+
+    @torch.no_grad()
     def act(self, obs: Obs, greedy: bool = False, memory: torch.Tensor | None = None):
         """Sample (or take the most probable) actions. Returns (actions (B, ...), log-probs (B,), values (B,),
         the memory after obs (None without --rnn))."""

@@ -28,64 +28,78 @@ def warmup_factor(timesteps: int, warmup_steps: int) -> float:
     return 1.0 if warmup_steps <= 0 else min(timesteps / warmup_steps, 1.0)
 
 
+def mean(x: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+    """E[x] over a minibatch (B,): the plain mean, or with `weights` (B,) sum(w x) / sum(w) (0 where every
+    weight is 0), so that a sample of weight 0 (a step whose env crashed) adds nothing to it nor to its gradient."""
+    if weights is None:
+        return x.mean()
+    return (x * weights).sum() / weights.sum().clamp(min=1e-8)
+
+
 def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, adv: torch.Tensor,
-                      clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+                      clip: float, weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """L^CLIP of the paper's eq. (7), as a loss to minimise.
 
     -E[min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)] with r_t = pi(a_t|s_t) / pi_old(a_t|s_t).
-    Returns (loss, fraction of samples whose ratio lies outside [1 - eps, 1 + eps]).
+    Returns (loss, fraction of samples whose ratio lies outside [1 - eps, 1 + eps]); E and the fraction
+    weighted by `weights` where given (see mean).
     """
     ratio = torch.exp(logp - old_logp)
     surr1 = ratio * adv
     surr2 = torch.clamp(ratio, 1.0 - clip, 1.0 + clip) * adv
-    clipfrac = ((ratio - 1.0).abs() > clip).float().mean()
-    return -torch.min(surr1, surr2).mean(), clipfrac
+    clipfrac = mean(((ratio - 1.0).abs() > clip).float(), weights)
+    return -mean(torch.min(surr1, surr2), weights), clipfrac
 
 
 def value_loss(values: torch.Tensor, returns: torch.Tensor, old_values: torch.Tensor | None = None,
-               clip: float = 0.0) -> torch.Tensor:
+               clip: float = 0.0, weights: torch.Tensor | None = None) -> torch.Tensor:
     """The value error E[(V - V^targ)^2] (the paper's L^VF), or with `old_values` (the rollout's V_old)
     the clipped one of baselines ppo2 and CleanRL --clip-vloss:
 
         E[max((V - V^targ)^2, (V_old + clip(V - V_old, -clip, clip) - V^targ)^2)]
 
     the pessimistic of the two, so V gains nothing from moving more than `clip` from V_old.
-    values, returns, old_values (B,). (ppo2 halves it; here c1 scales it, as for the plain error.)
+    values, returns, old_values (B,). (ppo2 halves it; here c1 scales it, as for the plain error.) E weighted
+    by `weights` where given (see mean).
     """
     unclipped = (values - returns).pow(2)
     if old_values is None:
-        return unclipped.mean()
+        return mean(unclipped, weights)
     v_clipped = old_values + torch.clamp(values - old_values, -clip, clip)
-    return torch.max(unclipped, (v_clipped - returns).pow(2)).mean()
+    return mean(torch.max(unclipped, (v_clipped - returns).pow(2)), weights)
 
 
-def approx_kl_k3(logp: torch.Tensor, old_logp: torch.Tensor) -> torch.Tensor:
+def approx_kl_k3(logp: torch.Tensor, old_logp: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
     """KL(pi_old || pi) estimated as E[(r - 1) - log r], r = pi / pi_old (Schulman's k3: unbiased and
     never negative; SB3's and CleanRL's target_kl estimator). logp, old_logp (B,) -> scalar (float32).
 
     Formed as expm1(log r) - log r in float64: exp(log r) - 1 - log r in float32 is rounding noise
-    (about 1e-7, either sign) for the small ratios of the first minibatches."""
+    (about 1e-7, either sign) for the small ratios of the first minibatches. E weighted by `weights` where
+    given (see mean)."""
     log_ratio = (logp - old_logp).double()
-    return (torch.expm1(log_ratio) - log_ratio).mean().float()
+    return mean(torch.expm1(log_ratio) - log_ratio, weights).float()
 
 
 def ppo_loss(dist: Distribution, values: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
              adv: torch.Tensor, returns: torch.Tensor, clip: float, vf_coef: float,
-             ent_coef: float, old_values: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+             ent_coef: float, old_values: torch.Tensor | None = None,
+             weights: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The paper's eq. (9) as a loss: L^CLIP + c1 * (V - V^targ)^2 - c2 * entropy (baselines pposgd_simple).
 
     dist: pi(.|s) over B states; values (B,), actions (B, ...), old_logp (B,), adv (B,), returns (B,);
-    old_values (B,): the rollout's values, for the clipped value loss (--clip_vloss; None: plain).
+    old_values (B,): the rollout's values, for the clipped value loss (--clip_vloss; None: plain);
+    weights (B,): 1, or 0 for a sample no term learns from (a step whose env crashed); None: all 1.
+    Every expectation is the weighted mean (see mean).
     Returns (total loss, dict of detached statistics: STAT_KEYS and kl_k3, the target-KL estimator).
     """
     logp = dist.log_prob(actions)
-    pol_loss, clipfrac = clipped_surrogate(logp, old_logp, adv, clip)
-    vf_loss = value_loss(values, returns, old_values, clip)
-    entropy = dist.entropy().mean()
+    pol_loss, clipfrac = clipped_surrogate(logp, old_logp, adv, clip, weights)
+    vf_loss = value_loss(values, returns, old_values, clip, weights)
+    entropy = mean(dist.entropy(), weights)
     total = pol_loss + vf_coef * vf_loss - ent_coef * entropy
-    approx_kl = (old_logp - logp).mean()
+    approx_kl = mean(old_logp - logp, weights)
     stats = {"pol_loss": pol_loss, "vf_loss": vf_loss, "entropy": entropy,
-             "approx_kl": approx_kl, "clipfrac": clipfrac, "kl_k3": approx_kl_k3(logp, old_logp)}
+             "approx_kl": approx_kl, "clipfrac": clipfrac, "kl_k3": approx_kl_k3(logp, old_logp, weights)}
     return total, {k: v.detach() for k, v in stats.items()}
 
 
@@ -148,6 +162,54 @@ def kl_exceeded(mean_kl: float, target_kl: float) -> bool:
     return target_kl > 0 and mean_kl > target_kl
 
 
+def normalized(adv: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+    """(A - mean) / (std + 1e-8) over a minibatch's advantages (B,) (ppo2's --adv_norm minibatch; std with
+    Bessel's correction). With `weights` (1 or 0 per sample): the statistics of the samples of weight 1 alone,
+    those of weight 0 set to 0."""
+    if weights is None:
+        return (adv - adv.mean()) / (adv.std() + 1e-8)
+    live = weights > 0
+    out = torch.zeros_like(adv)
+    out[live] = normalized(adv[live])
+    return out
+
+
+def agreed_weights(comm: Comm, batch: "Batch") -> torch.Tensor | None:
+    """The batch's sample weights where some rank's batch has any (a step whose env crashed), ones on a rank
+    whose batch has none; None where no rank's batch has: every rank then takes the same path through the
+    update's allreduces (one scalar allreduce decides, with more than one rank)."""
+    if not comm.sum(np.array([batch.weights is not None], np.float64))[0]:
+        return None
+    if batch.weights is None:
+        batch.weights = torch.ones(len(batch), device=batch.obs.device)
+    return batch.weights
+
+
+def ranks_share(comm: Comm, weights: torch.Tensor | None, kl: torch.Tensor, target_kl: float) -> tuple[float, float]:
+    """(the factor of this rank's minibatch loss, the ranks' mean KL of the minibatch; 0.0 without a target),
+    in one allreduce at most. Unweighted, every rank's minibatch holds as many samples: factor 1 (the ranks'
+    averaged gradients are those of the mean over all their samples), the KL the mean of the ranks'. Weighted
+    (weights w_r of rank r), the rank's weighted mean counts for its share of the ranks' total weight, factor
+    size * sum(w_r) / sum_r sum(w_r), so the averaged gradients are those of sum_r sum(w_r l) / sum_r sum(w_r);
+    the KL weighted alike."""
+    if weights is None:
+        return 1.0, float(comm.mean(np.array([kl.item()]))[0]) if target_kl > 0 else 0.0
+    live = float(weights.sum())
+    total, kl_sum = comm.sum(np.array([live, live * kl.item()]))
+    total = max(total, 1e-8)
+    return comm.size * live / total, kl_sum / total
+
+
+def minibatch_loss(policy: torch.nn.Module, mb: "Batch", hp: Hyper, weights: torch.Tensor | None,
+                   dist_fn: Callable | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """ppo_loss of `policy` on a minibatch: its advantages standardised over it with --adv_norm minibatch, its
+    sample weights `weights` (None: all 1), the value loss clipped around the rollout's values with --clip_vloss."""
+    a = normalized(mb.adv, weights) if hp.adv_norm == "minibatch" else mb.adv
+    dist, values = mb.forward(policy, dist_fn)  # with --rnn: the chunks replayed from their saved memories
+    return ppo_loss(dist, values, mb.actions, mb.logp, a, mb.returns, hp.clip, hp.vf_coef, hp.ent_coef,
+                    old_values=mb.values if hp.clip_vloss else None, weights=weights)
+
+
 def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm, batch: "Batch", hp: Hyper,
            dist_fn: Callable | None = None) -> dict[str, float]:
     """`hp.epochs` passes over the rank's batch in shuffled minibatches of `hp.minibatch` samples.
@@ -160,7 +222,8 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     (`adv_norm="batch"`, baselines ppo1: done by Segment.batch) or over each minibatch ("minibatch",
     ppo2). `dist_fn(obs) -> (distribution, values)` replaces `policy.dist` for the forward pass (the
     `--compile`d one) in a feed-forward policy; a recurrent one replays each minibatch's chunks
-    (RecurrentBatch.forward).
+    (RecurrentBatch.forward). Samples of weight 0 (`batch.weights`: steps whose env crashed) count in
+    no loss, no statistic and no mean over ranks (ranks_share).
     Returns the mean of each statistic over all minibatches of this rank whose loss was computed, and
     `epochs`: the epochs run, counted in minibatch steps (2.5 = stopped halfway through the third).
     Raises NonFiniteUpdate, before that minibatch's step, when the averaged gradients are not finite.
@@ -168,25 +231,21 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     for group in optimizer.param_groups:
         group["lr"] = hp.lr
     params = [p for p in policy.parameters()]
+    weighted = agreed_weights(comm, batch) is not None
     totals = torch.zeros(len(STAT_KEYS), device=batch.obs.device)
     count, steps, per_epoch = 0, 0, batch.minibatch_count(hp.minibatch)
     for epoch in range(hp.epochs):
         stop = False
         for i, mb in enumerate(batch.minibatches(hp.minibatch)):
-            a = mb.adv
-            if hp.adv_norm == "minibatch":
-                a = (a - a.mean()) / (a.std() + 1e-8)
-            dist, values = mb.forward(policy, dist_fn)  # with --rnn: the chunks replayed from their saved memories
-            loss, stats = ppo_loss(dist, values, mb.actions, mb.logp, a, mb.returns, hp.clip, hp.vf_coef,
-                                   hp.ent_coef, old_values=mb.values if hp.clip_vloss else None)
+            weights = mb.weights if weighted else None
+            loss, stats = minibatch_loss(policy, mb, hp, weights, dist_fn)
             totals += torch.stack([stats[k] for k in STAT_KEYS])
             count += 1
-            if hp.target_kl > 0:  # one scalar allreduce: the same decision on every rank
-                stop = kl_exceeded(float(comm.mean(np.array([stats["kl_k3"].item()]))[0]), hp.target_kl)
-                if stop:
-                    break
+            share, mean_kl = ranks_share(comm, weights, stats["kl_k3"], hp.target_kl)
+            if stop := kl_exceeded(mean_kl, hp.target_kl):  # the same decision on every rank
+                break
             optimizer.zero_grad(set_to_none=False)
-            loss.backward()
+            (loss if share == 1.0 else loss * share).backward()
             comm.average_gradients(params)
             if not math.isfinite(grad_norm(params, hp.max_grad_norm)):
                 raise NonFiniteUpdate(epoch, i, float(loss.detach()))

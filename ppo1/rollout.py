@@ -55,7 +55,9 @@ class Batch:
     obs: the observations' entries (ppo1.observations), each (N, ...): images (N, 4, 84, 84) uint8 (in frame_layout:
     channels-last on the CPU), a vector (N, D) float32, an action mask (N, A) bool; actions (N,) int64
     (Discrete), (N, A) float32 (Box) or (N, dims) int64 (MultiDiscrete, MultiBinary); logp, adv, returns (N,);
-    values (N,): V_old, the rollout's values (for --clip_vloss; None where not kept).
+    values (N,): V_old, the rollout's values, on which the returns were built (for --clip_vloss; None where not
+    kept); weights (N,): 1, or 0 for a sample no loss learns from (a step whose env crashed), None where every
+    sample's is 1.
     `rng` is the rank's generator that shuffles them (its state is checkpointed: a resumed run
     draws the same minibatches).
     """
@@ -67,6 +69,7 @@ class Batch:
     returns: torch.Tensor
     rng: np.random.Generator
     values: torch.Tensor | None = None
+    weights: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.obs)
@@ -76,7 +79,8 @@ class Batch:
         return dict(obs=self.obs.map(lambda x: rows(x, idx)),
                     actions=rows(self.actions, idx), logp=rows(self.logp, idx),
                     adv=rows(self.adv, idx), returns=rows(self.returns, idx), rng=self.rng,
-                    values=None if self.values is None else rows(self.values, idx))
+                    values=None if self.values is None else rows(self.values, idx),
+                    weights=None if self.weights is None else rows(self.weights, idx))
 
     def minibatch_count(self, size: int) -> int:
         """The minibatches of one epoch (see minibatches): len // size."""
@@ -102,18 +106,15 @@ class Batch:
 
     @torch.no_grad()
     def relabel(self, policy: torch.nn.Module, block: int = 1024) -> None:
-        """Set logp and values to those of `policy` as it is now (pi_old of the update), in forward passes
-        over `blocks` of about `block` samples, in the update's precision: after its input statistics
-        moved, or with --precision bf16 (Trainer.update), so the update's first ratio is 1, as baselines
-        assigns old = new after updating its ob_rms."""
-        logp, values = [], []  # new tensors: on the CPU, logp and values share the Segment's buffers
+        """Set logp to that of `policy` as it is now (pi_old of the update), in forward passes over `blocks`
+        of about `block` samples, in the update's precision: after its input statistics moved, or with
+        --precision bf16 (Trainer.update), so the update's first ratio is 1, as baselines assigns old = new
+        after updating its ob_rms. `values` stay the rollout's: the returns were built on them, so the clipped
+        value loss (--clip_vloss) is centred there."""
+        logp = []  # a new tensor: on the CPU, logp shares the Segment's buffer
         for part in self.blocks(block):
-            dist, v = part.forward(policy)
-            logp.append(dist.log_prob(part.actions))
-            values.append(v)
+            logp.append(part.forward(policy)[0].log_prob(part.actions))
         self.logp = torch.cat(logp).float()
-        if self.values is not None:
-            self.values = torch.cat(values).float()
 
 
 @dataclasses.dataclass
@@ -179,17 +180,22 @@ class Segment:
     #                                       a time limit at step t, else 0 (see advantages.gae)
     advantages: np.ndarray | None = None  # (T, k) float32: GAE(lambda), set after collection
     returns: np.ndarray | None = None     # (T, k) float32: TD(lambda) value targets, likewise
+    weights: np.ndarray | None = None     # (T, k) float32: 0 where env i crashed in step t (made anew: the step
+    #                                       never ran, no loss learns from its sample), else 1; None: all 1
 
     def _samples(self, layout: Callable, device: torch.device, standardize_adv: bool) -> dict:
         """The per-sample fields of a Batch, each (T, k, ...) flattened by `layout` (time_major, env_major)
         onto `device`; frames laid out once here for the convolutions (frame_layout), not in each forward."""
         n = self.rewards.size  # T x k samples on this rank
+        weights = None if self.weights is None or self.weights.all() else self.weights  # (T, k): a step crashed
         adv = self.advantages.reshape(n)
-        adv = (standardize(adv) if standardize_adv else adv).reshape(self.rewards.shape)
+        if standardize_adv:  # over the samples the losses learn from
+            adv = standardize(adv, None if weights is None else weights.reshape(n))
         obs = self.obs.map(lambda x: layout(x, device))
         return dict(obs=obs.map(lambda x: frame_layout(x) if x.dim() == 4 else x), actions=layout(self.actions, device),
-                    logp=layout(self.logp, device), adv=layout(adv, device), returns=layout(self.returns, device),
-                    values=layout(self.values, device))
+                    logp=layout(self.logp, device), adv=layout(adv.reshape(self.rewards.shape), device),
+                    returns=layout(self.returns, device), values=layout(self.values, device),
+                    weights=None if weights is None else layout(weights, device))
 
     def batch(self, device: torch.device, rng: np.random.Generator, standardize_adv: bool) -> Batch:
         """The segment's samples flattened time-major to one Batch on `device` (copied there once per
@@ -240,7 +246,8 @@ class Collector:
                     actions=np.zeros((horizon, k, *policy.action_shape), policy.action_dtype),
                     logp=np.zeros((horizon, k), np.float32), values=np.zeros((horizon, k), np.float32),
                     rewards=np.zeros((horizon, k), np.float32), dones=np.zeros((horizon, k), bool),
-                    last_value=np.zeros(k, np.float32), episodes=[], cut_values=np.zeros((horizon, k), np.float32))
+                    last_value=np.zeros(k, np.float32), episodes=[], cut_values=np.zeros((horizon, k), np.float32),
+                    weights=np.ones((horizon, k), np.float32))
 
     def _segment(self, horizon: int, k: int) -> Segment:
         return Segment(**self._buffers(horizon, k))
@@ -250,17 +257,18 @@ class Collector:
         """V of observations (n, ...) (a recurrent policy's: from the memories (n, memory_size) that led to
         them); no action is drawn, so the policy's random stream is left as it is."""
         obs = obs.map(lambda x: torch.from_numpy(x).to(self.device))
-        return self.policy.step(obs, memory)[1].float().cpu().numpy()
+        return self.policy.value(obs, memory).float().cpu().numpy()
 
     def collect(self) -> Segment:
         """Run the policy for T steps in every env. Returns the (reused) Segment buffer."""
         seg = self.seg
         seg.episodes, seg.advantages, seg.returns = [], None, None
         seg.cut_values[:] = 0.0
+        seg.weights[:] = 1.0
         for t in range(self.T):
             self._step(t)
-        with self.profile.timer("inference"):
-            seg.last_value[:] = self.act(self.obs, self.memory)[2]
+        with self.profile.timer("inference"):  # the bootstrap V(s_T): no action drawn for it
+            seg.last_value[:] = self.value(self.obs, self.memory)
         return seg
 
     def _step(self, t: int) -> None:
@@ -282,23 +290,21 @@ class Collector:
         end = clock.now()
         clock.add("inference", mid - start)
         clock.add("env", end - mid)
+        seg.weights[t, sorted(self.venv.crashed)] = 0.0  # a step that never ran: nothing learns from its sample
         if self.venv.cut:  # episodes cut by a time limit: the value of their last observation
             self._value_cut(t, memory)
         self._carry(memory, seg.dones[t])
 
     def _value_cut(self, t: int, memory: torch.Tensor | None) -> None:
         """seg.cut_values[t] of the envs whose episode a time limit cut at step t (venv.cut: their last
-        observations), valued from `memory`, the policy's after step t."""
-        seg = self.seg
-        with self.profile.timer("inference"):
-            envs = sorted(set(self.venv.cut) - self.venv.crashed)
-            if envs:
-                seg.cut_values[t, envs] = self.value(Obs.stack([self.venv.cut[i] for i in envs]),
-                                                     self._memory_of(memory, envs))
-        # an env made anew after its step raised: its cut observation is s_t, which this step acted
-        # on, valued as the rollout did, V(s_t | h_t) (the memory after it has already seen s_t)
-        for i in self.venv.crashed:
-            seg.cut_values[t, i] = seg.values[t, i]
+        observations), valued from `memory`, the policy's after step t. An env that crashed in step t (in
+        venv.cut too) has none: that step never ran (weight 0), its episode ends at s_t, and step t - 1
+        bootstraps from V(s_t | h_t), the rollout's value of it (advantages.gae, `live`)."""
+        envs = sorted(set(self.venv.cut) - self.venv.crashed)
+        if envs:
+            with self.profile.timer("inference"):
+                self.seg.cut_values[t, envs] = self.value(Obs.stack([self.venv.cut[i] for i in envs]),
+                                                          self._memory_of(memory, envs))
 
     def _before_act(self, t: int) -> None:
         """Before step t's action: a feed-forward policy keeps nothing."""

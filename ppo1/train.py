@@ -94,8 +94,8 @@ class Trainer:
                 if self.reward_norm is not None:                                 # --norm_reward
                     wd.phase = "reward statistics allreduce"
                     seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, comm.sum)
-                seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,
-                                                  cfg.gamma, cfg.lam, seg.cut_values)  # GAE(lambda), TD(lambda)
+                seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,  # GAE(lambda),
+                                                  cfg.gamma, cfg.lam, seg.cut_values, seg.weights > 0)  # TD(lambda)
                 stats = self.update(seg, hp)                                     # epochs x minibatches
                 self.state.iteration += 1                                        # counted: what follows sees it
                 self.state.timesteps += self.steps_per_iter
@@ -305,7 +305,8 @@ class Trainer:
                                 "try a smaller --optim_stepsize or a larger minibatch")
                 err.all_ranks = True
                 raise err from None
-        stats["explained_variance"] = explained_variance(seg.values.reshape(-1), seg.returns.reshape(-1))
+        live = seg.weights.reshape(-1) > 0  # the samples trained on (not the steps whose env crashed)
+        stats["explained_variance"] = explained_variance(seg.values.reshape(-1)[live], seg.returns.reshape(-1)[live])
         return stats
 
     def record(self, seg: Segment, stats: dict[str, float], hp: Hyper) -> None:

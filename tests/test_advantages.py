@@ -115,3 +115,28 @@ def test_training_rewards_are_clipped_to_their_sign_then_scaled_by_hand():
     np.testing.assert_allclose(shape_rewards(r, sign=True, scale=0.5), [[-0.5, 0.0], [0.5, 0.5]])
     assert shape_rewards(r, sign=False, scale=1.0).dtype == np.float32
     np.testing.assert_array_equal(shape_rewards(r, sign=False, scale=1.0), r)
+
+
+def test_a_crashed_step_has_no_advantage_and_the_step_before_bootstraps_from_its_observation_by_hand():
+    # env crashed in step 1 (made anew: reward 0, done, the step never ran); gamma = lambda = 0.5
+    #   A_2 = 2 + 0.5 * 4 - 3 = 1;  A_1 = 0 (not -(1 - gamma) V(s_1) = -1);  A_0 = 1 + 0.5 * 2 - 1 + 0.25 * A_1 = 1
+    rewards = np.array([[1.0], [0.0], [2.0]], np.float32)
+    values = np.array([[1.0], [2.0], [3.0]], np.float32)
+    dones = np.array([[False], [True], [False]])
+    live = np.array([[True], [False], [True]])
+    adv, ret = gae(rewards, values, dones, np.array([4.0], np.float32), 0.5, 0.5, live=live)
+    assert adv[:, 0].tolist() == [1.0, 0.0, 1.0] and ret[:, 0].tolist() == [2.0, 2.0, 4.0]
+    same, _ = gae(rewards, values, dones, np.array([4.0], np.float32), 0.5, 0.5, live=np.ones((3, 1), bool))
+    assert same.tolist() == gae(rewards, values, dones, np.array([4.0], np.float32), 0.5, 0.5)[0].tolist()
+
+
+def test_a_crashed_steps_sample_does_not_move_the_advantage_statistics():
+    from ppo1.advantages import standardize
+    adv = np.array([1.0, 2.0, -50.0, 3.0, 6.0], np.float32)
+    weights = np.array([1, 1, 0, 1, 1], np.float32)
+    out = standardize(adv, weights)
+    # mean 3 and std sqrt(3.5) of 1, 2, 3, 6 alone; the crashed sample's 0
+    np.testing.assert_allclose(out, np.array([-2, -1, 0, 0, 3]) / (np.sqrt(3.5) + 1e-8), rtol=1e-6)
+    assert out[2] == 0.0 and np.array_equal(out[weights > 0], standardize(adv[weights > 0]))
+    adv[2] = 1e6
+    assert np.array_equal(standardize(adv, weights), out)

@@ -14,6 +14,7 @@ import torch
 
 from childenv import engines
 from conftest import run_cli
+from ppo1.advantages import gae
 from ppo1.envs import EnvCrash, EnvOptions, make_vec_env
 from ppo1.envs.base import env_seed
 from ppo1.policies import build
@@ -35,7 +36,9 @@ def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended():
             obs = obs.copy()
         dead = venv.envs[0].gym_env.unwrapped.engine
         new_obs, rewards, dones, episodes = venv.step(np.array([1, 1]))  # env 0's engine dies in this step
-        assert dones.tolist() == [True, False] and rewards[0] == 0.0 and episodes == []
+        assert dones.tolist() == [True, False] and rewards[0] == 0.0
+        # the crashed game as far as it went (two steps of action 1, reward 1 each), counted as cut
+        assert [(e.ret, e.length, e.truncated) for e in episodes] == [(2.0, 2, True)]
         assert list(venv.cut) == [0] and np.array_equal(venv.cut[0]["vector"], obs["vector"][0]) and \
             venv.crashed == {0}
         assert new_obs["vector"][0].tolist() == [0.0, 0.0, 1.0]  # the new env's first observation
@@ -126,8 +129,9 @@ def test_the_restart_budget_and_the_envs_seeds_carry_across_a_resume_and_one_res
 
 
 def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_it_had_before_it():
-    # env 0's engine dies in step 5: its cut observation is s_5, the one that step acted on, so its bootstrap
-    # is V(s_5 | h_5), the rollout's own value, not V(s_5 | h_6) of the state that has already seen s_5
+    # env 0's engine dies in step 5: that step never ran (weight 0, no advantage), its episode ends at s_5, the
+    # observation it acted on, so step 4 bootstraps from V(s_5 | h_5), the rollout's own value, not V(s_5 | h_6) of
+    # the state that has already seen s_5
     importlib.import_module("tests.childenv").started = 0
     torch.manual_seed(0)
     venv = make_vec_env("tests.childenv:make", 2, seed=0, rank=0, options=EnvOptions(env_kwargs='{"die_at": 6}'))
@@ -136,8 +140,11 @@ def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_i
         policy = build("mlp", venv.action_space, venv.obs_spec, rnn="lstm", rnn_size=8)
         seg = RecurrentCollector(venv, policy, 8, venv.reset(), seq_len=8).collect()
         assert seg.dones[:, 0].tolist() == [False] * 5 + [True, False, False] and seg.rewards[5, 0] == 0.0
-        assert seg.cut_values[5, 0] == seg.values[5, 0] != 0.0
-        assert not seg.cut_values[:5].any() and not seg.cut_values[6:].any() and not seg.cut_values[:, 1].any()
+        assert seg.weights[:, 0].tolist() == [1] * 5 + [0, 1, 1] and seg.weights[:, 1].all()
+        assert not seg.cut_values.any()
+        adv, _ = gae(seg.rewards, seg.values, seg.dones, seg.last_value, 0.9, 1.0, seg.cut_values, seg.weights > 0)
+        assert adv[5, 0] == 0.0
+        assert adv[4, 0] == pytest.approx(seg.rewards[4, 0] + 0.9 * seg.values[5, 0] - seg.values[4, 0])
         with torch.no_grad():  # what the value of the state after s_5 would have been: another number
             state = policy.initial_memory(1)
             for t in range(6):

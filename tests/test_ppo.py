@@ -1,5 +1,7 @@
+import copy
 import math
 
+import gymnasium
 import numpy as np
 import pytest
 import torch
@@ -284,3 +286,114 @@ def test_the_first_minibatch_has_ratio_one_in_bf16_too_and_pi_old_stays_fixed(tm
     assert len(first) == 4 and all(fixed)
     for r in first:
         torch.testing.assert_close(r, torch.ones_like(r), rtol=0, atol=1e-6)
+
+
+def _weighted_loss_and_grads(logits, values, actions, old_logp, adv, returns, weights=None):
+    """ppo_loss (clipped value loss) of a categorical over `logits` and `values`, both leaves: (loss, their grads)."""
+    logits, values = logits.clone().requires_grad_(), values.clone().requires_grad_()
+    dist = torch.distributions.Categorical(logits=logits)
+    loss, stats = ppo_loss(dist, values, actions, old_logp, adv, returns, 0.2, 0.5, 0.01,
+                           old_values=returns - 1.0, weights=weights)
+    loss.backward()
+    return loss, stats, logits.grad, values.grad
+
+
+def test_a_crashed_steps_sample_adds_nothing_to_the_losses_or_their_gradients():
+    torch.manual_seed(0)
+    logits, values = torch.randn(3, 4), torch.randn(3)
+    actions, old_logp = torch.tensor([0, 2, 1]), torch.log(torch.tensor([0.2, 0.3, 0.4]))
+    adv, returns = torch.tensor([1.0, -2.0, 9.0]), torch.tensor([0.5, 1.5, -7.0])
+    weights = torch.tensor([1.0, 1.0, 0.0])  # sample 2: a step whose env crashed
+    loss, stats, g_logits, g_values = _weighted_loss_and_grads(logits, values, actions, old_logp, adv, returns, weights)
+    alone = _weighted_loss_and_grads(logits[:2], values[:2], actions[:2], old_logp[:2], adv[:2], returns[:2])
+    torch.testing.assert_close(loss, alone[0], rtol=1e-6, atol=1e-7)
+    for key in ("pol_loss", "vf_loss", "entropy", "approx_kl", "clipfrac", "kl_k3"):
+        torch.testing.assert_close(stats[key], alone[1][key], rtol=1e-6, atol=1e-7)
+    assert g_logits[2].abs().sum() == 0 and g_values[2] == 0
+    torch.testing.assert_close(g_logits[:2], alone[2], rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(g_values[:2], alone[3], rtol=1e-6, atol=1e-7)
+
+
+def test_a_minibatchs_advantage_normalisation_leaves_out_a_crashed_steps_sample():
+    from ppo1.ppo import normalized
+    adv = torch.tensor([1.0, 2.0, 100.0, 3.0, 6.0])
+    out = normalized(adv, torch.tensor([1.0, 1.0, 0.0, 1.0, 1.0]))
+    # mean 3, std sqrt(14 / 3) (Bessel) of 1, 2, 3, 6 alone; the crashed sample's 0
+    torch.testing.assert_close(out, torch.tensor([-2.0, -1.0, 0.0, 0.0, 3.0]) / math.sqrt(14 / 3), rtol=1e-6, atol=1e-7)
+    assert torch.equal(normalized(adv[[0, 1, 3, 4]]), out[[0, 1, 3, 4]])
+
+
+class _TwoRanks:
+    """The Comm of rank 0 of two whose rank 1 adds `other` to every sum (one allreduce each, as MPI's)."""
+
+    size = 2
+
+    def __init__(self, other):
+        self.other, self.sums = np.asarray(other, np.float64), 0
+
+    def sum(self, x):
+        self.sums += 1
+        return np.asarray(x, np.float64) + self.other
+
+    def mean(self, x):
+        return self.sum(x) / self.size
+
+
+def test_the_losses_of_ranks_with_crashed_samples_average_to_the_mean_over_all_their_samples_by_hand():
+    from ppo1.ppo import ranks_share
+    # rank 0: 3 samples trained on of 4, KL 0.5; rank 1: 4 of 4, KL 0.25 -> 7 in all:
+    # rank 0's loss x 2 * 3 / 7, the ranks' KL (3 * 0.5 + 4 * 0.25) / 7, in one allreduce
+    comm = _TwoRanks([4.0, 4 * 0.25])
+    share, kl = ranks_share(comm, torch.tensor([1.0, 0.0, 1.0, 1.0]), torch.tensor(0.5), target_kl=0.01)
+    assert share == pytest.approx(6 / 7) and kl == pytest.approx(2.5 / 7) and comm.sums == 1
+    # the averaged gradients are those of the mean over the 7: (share_0 * mean_0 + share_1 * mean_1) / 2
+    x = torch.tensor([1.0, 50.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    w0, w1 = torch.tensor([1.0, 0.0, 1.0, 1.0]), torch.ones(4)
+    from ppo1.ppo import mean
+    share1, _ = ranks_share(_TwoRanks([3.0, 0.0]), w1, torch.tensor(0.0), target_kl=0.0)
+    total = (share * mean(x[:4], w0) + share1 * mean(x[4:], w1)) / 2
+    assert total.item() == pytest.approx((1 + 2 + 3 + 4 + 5 + 6 + 7) / 7)
+    # no crashed sample on any rank: factor 1, the KL the plain mean of the ranks' (as before)
+    assert ranks_share(_TwoRanks([0.25]), None, torch.tensor(0.5), target_kl=0.01) == (1.0, 0.375)
+
+
+def test_a_rank_without_crashed_samples_weighs_its_own_by_one_when_another_rank_has_some():
+    from ppo1.ppo import agreed_weights
+    from ppo1.rollout import Batch
+    z = torch.zeros(4)
+    batch = Batch(Obs({"vector": z[:, None]}), z, z, z, z, np.random.default_rng(0))
+    assert agreed_weights(_TwoRanks([0.0]), batch) is None and batch.weights is None
+    assert agreed_weights(_TwoRanks([1.0]), batch).tolist() == [1.0] * 4
+
+
+@pytest.mark.parametrize("rnn", ["none", "lstm"])
+def test_an_update_learns_nothing_from_a_crashed_steps_sample_whatever_it_holds(rnn):
+    # feed-forward and recurrent (chunks replayed whole): the same parameters whatever the crashed sample's
+    # advantage, return, pi_old and V_old, with minibatch advantage normalisation and the clipped value loss
+    from ppo1.distributed import Comm
+    from ppo1.policies import build
+    from ppo1.ppo import Hyper, update
+    from ppo1.rollout import Batch, RecurrentBatch
+    n, length = 16, 4
+    torch.manual_seed(0)
+    start = build("mlp", gymnasium.spaces.Discrete(3), (5,), rnn=rnn, rnn_size=8)
+    obs = Obs({"vector": torch.randn(n, 5)})
+    actions, weights = torch.arange(n) % 3, torch.ones(n)
+    weights[5] = 0.0
+
+    def trained(junk: float):
+        policy = copy.deepcopy(start)
+        adv, returns = torch.linspace(-3, 5, n), torch.linspace(1, 2, n)
+        logp, values = torch.full((n,), -1.1), torch.ones(n)
+        adv[5], returns[5], logp[5], values[5] = junk, -junk, -1.1 - junk / 1000, junk
+        fields = (obs, actions, logp, adv, returns, np.random.default_rng(0), values, weights)
+        batch = Batch(*fields) if rnn == "none" else RecurrentBatch(
+            *fields, starts=(torch.arange(n) == 6), memory0=torch.zeros(n // length, policy.memory_size),
+            seq_len=length)
+        update(policy, torch.optim.Adam(policy.parameters(), lr=1e-2), Comm(None), batch,
+               Hyper(clip=0.2, lr=1e-2, epochs=2, minibatch=8, vf_coef=0.5, ent_coef=0.01, adv_norm="minibatch",
+                     clip_vloss=True))
+        return torch.cat([p.detach().reshape(-1) for p in policy.parameters()])
+    first = trained(0.0)
+    assert torch.equal(first, trained(1000.0))
+    assert not torch.equal(first, torch.cat([p.reshape(-1) for p in start.parameters()]))

@@ -52,17 +52,19 @@ def test_a_minibatch_never_holds_a_single_leftover_sample():
     assert [len(m) for m in b.minibatches(31)] == [31]
 
 
-def test_relabel_gives_the_log_probs_and_values_of_the_policy_as_it_is_now():
+def test_relabel_gives_the_log_probs_of_the_policy_as_it_is_now_and_keeps_the_rollouts_values():
+    # --clip_vloss clips V around the values the returns were built on: the rollout's, not the recomputed ones
     from ppo1.policies import build
     torch.manual_seed(0)
     policy = build("small", 6, frame_norm="center")
     seg = _segment()
+    seg.values[:] = np.arange(8, dtype=np.float32).reshape(4, 2)
     b = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=False)
     before = seg.logp.copy()
     b.relabel(policy, block=3)
     dist, values = policy.dist(b.obs)
     torch.testing.assert_close(b.logp, dist.log_prob(b.actions), rtol=0, atol=1e-6)
-    torch.testing.assert_close(b.values, values, rtol=0, atol=1e-6)
+    assert b.values.tolist() == list(range(8)) and not torch.allclose(b.values, values)
     np.testing.assert_array_equal(seg.logp, before)  # the segment's own buffers are left as they were
 
 
@@ -101,3 +103,87 @@ def test_multidiscrete_actions_are_stored_per_step_as_integer_vectors_and_index_
         torch.testing.assert_close(policy.dist(b.obs)[0].log_prob(b.actions), b.logp)
     for mb in b.minibatches(4):
         assert mb.actions.shape == (4, 2)
+
+
+def _act_states(policy) -> list:
+    """Note torch's random state after each of `policy`'s act calls (the collector's action draws)."""
+    states, real = [], policy.act
+
+    def act(*a, **k):
+        out = real(*a, **k)
+        states.append(torch.get_rng_state())
+        return out
+    policy.act = act
+    return states
+
+
+def test_the_bootstrap_value_draws_no_action_so_the_random_stream_is_the_t_steps_draws():
+    # the value of the observation after the segment, feed-forward and recurrent, is the one act gives it, but
+    # no action is drawn for it: torch's random stream is where the T steps' actions left it
+    from ppo1.envs import make_vec_env
+    from ppo1.policies import build
+    from ppo1.rollout import make_collector
+    for rnn in ("none", "lstm"):
+        torch.manual_seed(0)
+        venv = make_vec_env("CartPole-v1", 2, seed=0, rank=0)
+        policy = build("mlp", venv.action_space, venv.obs_spec, rnn=rnn, rnn_size=8)
+        collector = make_collector(venv, policy, 4, venv.reset(), seq_len=4)
+        states = _act_states(policy)
+        seg = collector.collect()
+        assert len(states) == 4 and torch.equal(torch.get_rng_state(), states[-1])
+        obs = collector.obs.map(torch.from_numpy)
+        before = torch.get_rng_state()
+        value = policy.value(obs, collector.memory)
+        assert torch.equal(torch.get_rng_state(), before)
+        assert np.array_equal(seg.last_value, value.numpy())
+        assert torch.equal(value, policy.act(obs, memory=collector.memory)[2])
+
+
+def test_a_step_whose_env_crashed_has_weight_0_its_game_is_logged_cut_and_its_batch_leaves_it_out():
+    import importlib
+
+    from ppo1.advantages import gae
+    from ppo1.envs import EnvOptions, make_vec_env
+    from ppo1.policies import build
+    from ppo1.rollout import Collector
+    importlib.import_module("tests.childenv").started = 0
+    torch.manual_seed(0)
+    venv = make_vec_env("tests.childenv:make", 2, seed=0, rank=0, options=EnvOptions('{"die_at": 3}'))
+    try:
+        venv.allowed = 1
+        seg = Collector(venv, build("mlp", venv.action_space, venv.obs_spec), 4, venv.reset()).collect()
+    finally:
+        venv.close()
+    # env 0's engine dies in step 2 (its third): that step never ran
+    assert seg.weights.tolist() == [[1, 1], [1, 1], [0, 1], [1, 1]] and seg.dones[2, 0] and seg.rewards[2, 0] == 0
+    assert not seg.cut_values.any()
+    [game] = seg.episodes  # the crashed game, as far as it went: a cut one (ChildEnv's reward: 1 for action 1)
+    assert game.truncated and game.length == 2
+    assert game.ret == float(seg.actions[:2, 0].sum()) == seg.rewards[:2, 0].sum()
+    seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value, 0.99, 0.95,
+                                      seg.cut_values, seg.weights > 0)
+    assert seg.advantages[2, 0] == 0.0
+    b = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=True)
+    assert b.weights.tolist() == [1, 1, 1, 1, 0, 1, 1, 1]  # time-major: sample t k + i
+    live = b.weights > 0
+    assert b.adv[4] == 0
+    assert torch.equal(b.adv[live], torch.from_numpy(standardize(seg.advantages.reshape(8)[[0, 1, 2, 3, 5, 6, 7]])))
+    for mb in b.minibatches(3):  # the weights travel with their samples
+        assert torch.equal(mb.weights, (mb.returns != b.returns[4]).float())
+
+
+def test_a_recurrent_batch_carries_each_samples_weight_with_it_env_major_in_whole_chunks():
+    from ppo1.rollout import RecurrentSegment
+    T, k, L = 4, 2, 2
+    seg = _segment(T, k)
+    seg = RecurrentSegment(**{f: getattr(seg, f) for f in ("obs", "actions", "logp", "values", "rewards", "dones",
+                                                            "last_value", "episodes", "advantages", "returns")},
+                           memory0=np.zeros((T // L, k, 3), np.float32), seq_len=L)
+    seg.weights = np.ones((T, k), np.float32)
+    seg.weights[1, 1] = 0.0  # env 1 crashed in step 1
+    seg.returns[:] = np.arange(T * k, dtype=np.float32).reshape(T, k)  # each sample's own label
+    b = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=True)
+    assert b.weights.tolist() == [1, 1, 1, 1, 1, 0, 1, 1]  # env-major: sample i T + t
+    assert b.adv[5] == 0 and abs(float(b.adv[b.weights > 0].mean())) < 1e-6
+    for mb in b.minibatches(2):
+        assert mb.weights.tolist() == [0.0 if r == 3 else 1.0 for r in mb.returns.tolist()]  # seg.returns[1, 1] == 3

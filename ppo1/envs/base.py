@@ -132,6 +132,12 @@ class Episode:
     truncated: bool = False  # cut by the 108,000-frame limit rather than ended by the game
 
 
+def game_so_far(env) -> Episode:
+    """The game `env` was playing, as far as it went (its score and steps before the step that raised), counted as
+    cut (truncated): an env whose step raised ends its game so."""
+    return Episode(env.ep_return, env.ep_length, time.time() - env.ep_start, truncated=True)
+
+
 class VecEnv:
     """k envs of one rank (AtariEnv or GymEnv), stepped together so the policy runs one batched forward pass."""
 
@@ -175,10 +181,11 @@ class VecEnv:
 
     def step(self, actions: np.ndarray):
         """Step every env with actions (k, ...). Returns (obs (k, ...), rewards (k,) float32,
-        dones (k,) bool, finished episodes [Episode]). `cut` is then {env index: the last observation}
-        of the episodes this step cut by a time limit (envs with `cut_obs`; Atari's 108,000-frame cut
-        stays terminal, as in baselines), or by the restart of an env whose step raised (see restart; those
-        envs are in `crashed`). EnvCrash where an env raised and is not made anew, or ppo1's code around it did."""
+        dones (k,) bool, finished episodes [Episode], the games of envs made anew among them, truncated).
+        `cut` is then {env index: the last observation} of the episodes this step cut by a time limit (envs
+        with `cut_obs`; Atari's 108,000-frame cut stays terminal, as in baselines), or by the restart of an
+        env whose step raised (see restart; those envs are in `crashed`). EnvCrash where an env raised and is
+        not made anew, or ppo1's code around it did."""
         k = self.num_envs
         rewards = np.zeros(k, np.float32)
         dones = np.zeros(k, bool)
@@ -193,6 +200,7 @@ class VecEnv:
             except EnvRaised as e:  # the env's own exception: made anew while the budget allows
                 if self.remake is None or self.allowed <= 0:
                     raise EnvCrash(e.error, e.trace, i, restartable=self.remake is not None) from None
+                episodes.append(game_so_far(env))  # the game the crash ended, its score so far, as cut
                 self.cut[i] = self.obs[i].copy()
                 self.crashed.add(i)
                 self.obs[i] = self.restart(i, e)
@@ -210,9 +218,10 @@ class VecEnv:
     def restart(self, i: int, raised: EnvRaised) -> Obs:
         """Env i raised in its step (an engine that died, an emulator that exited): close what is left of it and
         make it anew (remake, with the seed of the next env made there). Its episode counts as cut by a time
-        limit, never as a terminal: the step has reward 0 and bootstraps from the value the rollout gave the
-        observation the step acted on. Returns the new env's first observation. EnvCrash where the new env
-        cannot be made or reset."""
+        limit, never as a terminal: the step has reward 0 and never ran, so no loss learns from it (the
+        Collector gives its sample weight 0) and the step before bootstraps from the value of the observation
+        it acted on; its game is among the step's finished ones, truncated. Returns the new env's first
+        observation. EnvCrash where the new env cannot be made or reset."""
         self.allowed -= 1
         self.restarts.append(Restart(i, str(raised), raised.trace))
         try:

@@ -1,5 +1,6 @@
-"""Run under `mpirun -np 2`: averaged gradients equal the one-process gradient of the union batch,
-ranks stay bit-identical through PPO updates, and the sync check raises when they are not.
+"""Run under `mpirun -np 2`: averaged gradients equal the one-process gradient of the union batch (with a
+crashed step's sample of weight 0 on one rank too), ranks stay bit-identical through PPO updates, and the sync
+check raises when they are not.
 Optional argument: the device (default cpu; `cuda` puts policy, data and a fused Adam on the GPU)."""
 import sys
 
@@ -10,7 +11,7 @@ from ppo1.device import make_adam
 from ppo1.distributed import Comm, RanksOutOfSync, parameter_digest
 from ppo1.observations import Obs
 from ppo1.policies import build
-from ppo1.ppo import Hyper, ppo_loss, update
+from ppo1.ppo import Hyper, ppo_loss, ranks_share, update
 from ppo1.rollout import Batch
 
 comm = Comm.create()
@@ -37,11 +38,12 @@ comm.broadcast_parameters(policy)
 comm.check_synced(policy)
 
 
-def grads(idx):
+def grads(idx, weights=None, share=1.0):
     policy.zero_grad()
     dist, values = policy.dist(obs[idx])
-    loss, _ = ppo_loss(dist, values, actions[idx], old_logp[idx], adv[idx], returns[idx], 0.1, 1.0, 0.01)
-    loss.backward()
+    loss, _ = ppo_loss(dist, values, actions[idx], old_logp[idx], adv[idx], returns[idx], 0.1, 1.0, 0.01,
+                       weights=None if weights is None else weights[idx])
+    (loss * share).backward()
     return [p.grad.clone() for p in policy.parameters()]
 
 
@@ -54,12 +56,27 @@ for u, p in zip(union, policy.parameters()):
     torch.testing.assert_close(p.grad, u, rtol=1e-5 if device.type == "cpu" else 1e-4, atol=1e-7)
     assert p.grad.abs().sum() > 0
 
+# sample 3 (rank 0's) crashed: the ranks' shares of their weighted losses average to the union's weighted mean
+weights = torch.ones(N, device=device)
+weights[3] = 0.0
+union = grads(torch.arange(N, device=device), weights)
+share, _ = ranks_share(comm, weights[half], torch.tensor(0.0), 0.0)
+assert share == (14 / 15 if comm.rank == 0 else 16 / 15), share
+grads(half, weights, share)
+comm.average_gradients(list(policy.parameters()))
+for u, p in zip(union, policy.parameters()):
+    torch.testing.assert_close(p.grad, u, rtol=1e-5 if device.type == "cpu" else 1e-4, atol=1e-7)
+
 # PPO updates on different data per rank keep the ranks bit-identical
 opt = make_adam(policy.parameters(), device, lr=1e-3, eps=1e-5)
 rng = np.random.default_rng(comm.rank)
 before = parameter_digest(policy)
 update(policy, opt, comm, Batch(Obs({"image": obs[half]}), actions[half], old_logp[half], adv[half], returns[half], rng),
        Hyper(clip=0.1, lr=1e-3, epochs=3, minibatch=4, vf_coef=1.0, ent_coef=0.01))
+# likewise with a crashed sample on rank 0 alone (rank 1 weighs its own by 1, every allreduce matched)
+update(policy, opt, comm, Batch(Obs({"image": obs[half]}), actions[half], old_logp[half], adv[half], returns[half], rng,
+                                weights=weights[half] if comm.rank == 0 else None),
+       Hyper(clip=0.1, lr=1e-3, epochs=3, minibatch=4, vf_coef=1.0, ent_coef=0.01, target_kl=1e9))
 assert parameter_digest(policy) != before
 digests = comm.allgather(parameter_digest(policy))
 assert digests[0] == digests[1], digests
