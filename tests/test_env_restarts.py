@@ -42,7 +42,7 @@ def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended():
         assert [(r.index, r.error) for r in venv.restarts] == [(0, "RuntimeError: the engine exited unexpectedly")]
         # the seed of the second env made in place 0, a function of (seed, rank, env, envs made there before)
         assert venv.made == [1, 0] and venv.allowed == 0
-        assert venv.envs[0]._seed == int(env_seed(0, 0, 0, 1).generate_state(1)[0] % (2**31 - 1)) != venv.envs[1]._seed
+        assert venv.envs[0].seeds.first == int(env_seed(0, 0, 0, 1).generate_state(1)[0] % (2**31 - 1)) != venv.envs[1].seeds.first
         assert "Traceback" in venv.restarts[0].trace
         assert dead.poll() is not None and venv.envs[0].gym_env.unwrapped.engine is not dead and venv.envs[0].gym_env.unwrapped.engine.poll() is None
         venv.step(np.array([1, 1]))

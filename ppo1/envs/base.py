@@ -43,6 +43,24 @@ def env_seed(seed: int, rank: int, index: int, made: int = 0) -> np.random.SeedS
     return np.random.SeedSequence([seed, rank, index, *([made] if made else [])])
 
 
+class ResetSeeds:
+    """The seed of each reset of an env (GymEnv, PixelEnv, ProcgenEnv): the first reset's is the one its seed
+    sequence gives, every later reset's (an evaluation game cut at --eval_max_steps) one spawned from it, so that
+    no reset starts the game of an earlier one. Training resets each env once, so its games stay those of that
+    first seed."""
+
+    def __init__(self, seed: np.random.SeedSequence):
+        self.first = int(seed.generate_state(1)[0] % (2**31 - 1))
+        self._seed, self._resets = seed, 0
+
+    def next(self) -> int:
+        """The seed of the next reset."""
+        self._resets += 1
+        if self._resets == 1:
+            return self.first
+        return int(self._seed.spawn(1)[0].generate_state(1)[0] % (2**31 - 1))
+
+
 class EnvDataError(PPO1Error):
     """An env gave data ppo1 cannot train on: a reward or observation that is not finite, or an observation of
     another shape or dtype than its space declares (its bounds are not checked: many envs exceed them)."""

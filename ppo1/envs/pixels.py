@@ -32,7 +32,7 @@ import numpy as np
 
 from ppo1 import PPO1Error, error_line
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, env_call, time_limit
+from ppo1.envs.base import Episode, ResetSeeds, VecEnv, checked_obs, checked_reward, env_call, time_limit
 from ppo1.envs.family import Family
 from ppo1.envs.masks import ActionMasks
 from ppo1.envs.vector import to_vector
@@ -232,7 +232,7 @@ class PixelEnv:
         first = shapes[next(iter(shapes))]
         self.stacked = frames.stack > 1 and first[0] == frames.stack  # stacks of one-channel frames
         self.obs = self.obs_spec.zeros()  # what the policy reads (reused: VecEnv copies it)
-        self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
+        self.seeds = ResetSeeds(seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         self.cut_obs: Obs | None = None  # the last observation of an episode the last step cut
 
@@ -272,9 +272,11 @@ class PixelEnv:
         return self._observe(obs, start=True)
 
     def reset(self) -> Obs:
-        """Start a new (seeded) episode. Returns obs, each image's first frame repeated."""
-        obs, _ = env_call(lambda: self.gym_env.reset(seed=self._seed))
-        self.action_space.seed(self._seed)
+        """Start a new episode, seeded anew at every reset (ResetSeeds). Returns obs, each image's first frame
+        repeated."""
+        seed = self.seeds.next()
+        obs, _ = env_call(lambda: self.gym_env.reset(seed=seed))
+        self.action_space.seed(seed)
         return self._start(obs)
 
     def step(self, action) -> tuple[Obs, float, bool, Episode | None]:
