@@ -174,7 +174,9 @@ class VecEnv:
         # the env call under way, (env index, "step" | "reset" | "make", time.monotonic() at its start), None
         # between calls: read by the first Ctrl-C's line, the watchdog's and ppo1.envs.calls.CallTimer
         self.calling: tuple[int, str, float] | None = None
-        self.started: dict[int, list[int]] = {}  # env index -> the child processes making it started (seeded_envs)
+        # env index -> the child processes it started while made (seeded_envs) or reset (_reset): what
+        # ppo1.envs.calls.CallTimer ends when a call of that env hangs
+        self.started: dict[int, list[int]] = {}
 
     def reset(self) -> Obs:
         """Reset all envs. Returns obs (k, ...) (a buffer reused across calls). EnvCrash where an env's
@@ -185,11 +187,16 @@ class VecEnv:
         return self.obs
 
     def _reset(self, i: int) -> Obs:
+        """Reset env i; what it starts meanwhile (ViZDoom starts its engine at its first reset) joins `started`."""
         self.calling = (i, "reset", time.monotonic())
         try:
-            return self.envs[i].reset()
+            with recording() as new:
+                obs = self.envs[i].reset()
         except EnvRaised as e:
             raise EnvCrash(e.error, e.trace, i, "reset") from None
+        if new:
+            self.started.setdefault(i, []).extend(new)
+        return obs
 
     def step(self, actions: np.ndarray):
         """Step every env with actions (k, ...). Returns (obs (k, ...), rewards (k,) float32,
