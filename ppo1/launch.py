@@ -122,11 +122,22 @@ def descendants(pid: int | None = None) -> list[int]:
     return found
 
 
+SPARED: set[int] = set()  # processes below this one that kill_descendants leaves (the envs' reaper, spare)
+
+
+def spare(pid: int) -> None:
+    """Let process `pid` outlive kill_descendants: the reaper of this process's envs (ppo1.envs.children.reaped),
+    which ends what they started and removes their temporary folders once this process has ended."""
+    SPARED.add(pid)
+
+
 def kill_descendants() -> int:
-    """SIGKILL every process below this one (envs' engines left running). Returns how many were signalled.
-    Reads /proc only (no import, no lock): it may run in a signal handler."""
+    """SIGKILL every process below this one (envs' engines left running) but those spared (spare). Returns how
+    many were signalled. Reads /proc only (no import, no lock): it may run in a signal handler."""
     n = 0
     for p in descendants():
+        if p in SPARED:
+            continue
         try:
             os.kill(p, signal.SIGKILL)
             n += 1
