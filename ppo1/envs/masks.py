@@ -24,6 +24,20 @@ def without_mask(space):
     return space
 
 
+def check_mask_space(env_name: str, space, actions) -> None:
+    """PPO1Error in one line unless an `action_mask` entry's declared space holds one value per choice of the
+    actions (a Box, MultiBinary or MultiDiscrete of head_size(actions) values)."""
+    import gymnasium
+    spaces = gymnasium.spaces
+    size = head_size(actions)
+    if not isinstance(space, (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)):
+        raise PPO1Error(f"--env_name={env_name!r} has an {ACTION_MASK!r} entry of {space}: a mask is a Box or "
+                        f"MultiBinary of {size} values, one per choice of its actions {actions}")
+    if int(np.prod(space.shape)) != size:
+        raise PPO1Error(f"--env_name={env_name!r} has an {ACTION_MASK!r} entry of {space}, "
+                        f"{int(np.prod(space.shape))} values: its actions {actions} need {size}, one per choice")
+
+
 class ActionMasks:
     """Reads the valid actions of one env after each reset and step (`read`), checked: (size,) bool."""
 
@@ -49,6 +63,8 @@ class ActionMasks:
             source = "an action_masks() method" if method else "an 'action_mask' entry"
             raise PPO1Error(f"--env_name={env_name!r} has {source} but actions {actions}: ppo1 masks Discrete, "
                             "MultiDiscrete and MultiBinary actions")
+        if method is None:
+            check_mask_space(env_name, space.spaces[ACTION_MASK], actions)
         return cls(env_name, gym_env, head_size(actions), nvec, method)
 
     def read(self, obs) -> np.ndarray:
