@@ -54,8 +54,8 @@ def without_np(argv: list[str]) -> list[str]:
     return out
 
 
-def mpi_fork_command(np_: int, argv: list[str]) -> list[str]:
-    """The command that runs `python -m run_atari ARGV` (less --np) as np_ ranks under this environment's
+def mpi_fork_command(np_: int, argv: list[str], module: str = "run_atari") -> list[str]:
+    """The command that runs `python -m MODULE ARGV` (less --np; run_atari or ppo1) as np_ ranks under this environment's
     mpirun (as Spinning Up's mpi_fork). Raises PPO1Error under a launcher or without an mpirun."""
     if np_ < 1:
         raise PPO1Error(f"--np={np_} is invalid: must be a whole number >= 1")
@@ -67,7 +67,7 @@ def mpi_fork_command(np_: int, argv: list[str]) -> list[str]:
     if cmd is None:
         raise PPO1Error(f"--np={np_}: no mpirun found beside {sys.executable} or on PATH (pip install mpich, "
                         "or install a system MPI)")
-    return [*cmd, sys.executable, "-m", "run_atari", *without_np(argv)]
+    return [*cmd, sys.executable, "-m", module, *without_np(argv)]
 
 
 def _relay(src: int, dst: int, muted=None) -> None:
@@ -147,7 +147,8 @@ def kill_descendants() -> int:
 
 
 def local_ranks(launcher: int) -> list[int]:
-    """The processes below `launcher` (mpirun) on this host that run run_atari: its ranks here."""
+    """The processes below `launcher` (mpirun) on this host that run run_atari or `python -m ppo1`: its ranks
+    here."""
     ranks = []
     for pid in descendants(launcher):
         try:
@@ -155,7 +156,7 @@ def local_ranks(launcher: int) -> list[int]:
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if b"run_atari" in argv or any(a.endswith(b"run_atari.py") for a in argv):
+        if b"run_atari" in argv or any(a.endswith(b"run_atari.py") for a in argv) or argv[1:3] == [b"-m", b"ppo1"]:
             ranks.append(pid)
     return ranks
 

@@ -255,6 +255,7 @@ class Trainer:
             self.log(f"ppo1: {cfg.env_name}, {comm.size} ranks x {cfg.envs_per_rank} envs = {self.n_actors} "
                      f"actors, {self.threads} torch thread(s) per rank, {self.n_iters} iterations of "
                      f"{self.steps_per_iter} steps; run dir {cfg.run_dir}")
+            self.log(f"ppo1: the policy reads {self.venv.reads()}")
             if cfg.rnn != "none":  # whole chunks per minibatch: the update's realised minibatches, said
                 self.log(cfg.rnn_update_line())
             progress = ProgressLog(cfg.run_dir, total_steps=self.n_iters * self.steps_per_iter,

@@ -129,3 +129,22 @@ def test_an_action_mask_entry_of_another_size_than_the_actions_is_refused_at_set
         assert env.reset()["action_mask"].tolist() == [True] * 3
     finally:
         env.close()
+
+
+def test_what_the_policy_reads_is_said_in_words_entry_by_entry_with_where_the_mask_comes_from():
+    from ppo1.envs import EnvOptions, make_vec_env
+    made = [("tests.entriesenv:make", {"extra": "nested", "mask": 3}, Frames(vectors=True)),
+            ("tests.entriesenv:make", {"extra": "nested", "image": False}, None),
+            ("tests.entriesenv:make", {"extra": "none"}, Frames(size=12, stack=1)),
+            ("tests.maskenv:make", {"mode": "method"}, None)]
+    said = []
+    for name, kwargs, frames in made:
+        venv = make_vec_env(name, 1, 0, 0, EnvOptions(env_kwargs=json.dumps(kwargs), frames=frames))
+        said.append(venv.reads())
+        venv.close()
+    assert said == [
+        "image (4, 24, 24): the env's 24x24x1 'screen' kept at its size, 4 frames; vector (5,): 5 numbers of "
+        "'state'; action_mask (3,) from its 'action_mask' entry",
+        "vector (5,): the observation as 5 numbers",
+        "image (1, 12, 12): the env's 24x24x1 'screen' resized to 12x12, 1 frame",
+        "vector (5,): the observation as 5 numbers; action_mask (5,) from action_masks()"]

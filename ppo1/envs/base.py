@@ -178,6 +178,12 @@ class VecEnv:
         # ppo1.envs.calls.CallTimer ends when a call of that env hangs
         self.started: dict[int, list[int]] = {}
 
+    def reads(self) -> str:
+        """What the policy reads, for the start line: each entry with its shape and, where the env says
+        (`reads()` of PixelEnv and GymEnv), what it holds and where it comes from."""
+        said = getattr(self.envs[0], "reads", None)
+        return said() if said is not None else self.obs_spec.describe()
+
     def reset(self) -> Obs:
         """Reset all envs. Returns obs (k, ...) (a buffer reused across calls). EnvCrash where an env's
         reset raises."""

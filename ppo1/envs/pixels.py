@@ -34,7 +34,7 @@ from ppo1 import PPO1Error, error_line
 from ppo1.actions import check_action_space, env_action, head_size
 from ppo1.envs.base import Episode, ResetSeeds, VecEnv, checked_obs, checked_reward, env_call, time_limit
 from ppo1.envs.family import Family
-from ppo1.envs.masks import ActionMasks
+from ppo1.envs.masks import ActionMasks, mask_words, numbers
 from ppo1.envs.vector import to_vector, vector_size
 from ppo1.envref import EnvRef
 from ppo1.observations import ACTION_MASK, IMAGE, VECTOR, Obs, ObsSpec
@@ -241,6 +241,24 @@ class PixelEnv:
         self.seeds = ResetSeeds(seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         self.cut_obs: Obs | None = None  # the last observation of an episode the last step cut
+
+    def reads(self) -> str:
+        """What the policy reads, in words (VecEnv.reads): each image, from which of the env's images and how
+        preprocessed, the vector's numbers and their entries, and the mask."""
+        parts, shapes = [], {e.name: e.shape for e in self.obs_spec.entries}
+        for name, key in self.images.items():
+            shape, frames = self._space(key).shape, self._frames[name]
+            size = "x".join(map(str, shape))
+            how = ("kept at its size" if not frames.size or tuple(shape[:2]) == (frames.size, frames.size)
+                   else f"resized to {frames.size}x{frames.size}") + (", gray" if frames.gray and
+                                                                      len(shape) == 3 and shape[2] > 1 else "")
+            what = "image" if key is None else f"{key!r}"
+            parts.append(f"{name} {shapes[name]}: the env's {size} {what} {how}, "
+                         f"{frames.stack} frame{'s' if frames.stack > 1 else ''}")
+        if self.vector_keys:
+            parts.append(f"{VECTOR} ({self.obs_spec.vector_size},): {numbers(self.obs_spec.vector_size)} of "
+                         f"{', '.join(map(repr, self.vector_keys))}")
+        return "; ".join(parts + mask_words(self.masks))
 
     def _space(self, key: str | None):
         return self.observation_space if key is None else self.observation_space.spaces[key]

@@ -20,7 +20,7 @@ from ppo1.actions import check_action_space, env_action, head_size
 from ppo1.envs.base import (EnvDataError, Episode, ResetSeeds, VecEnv, checked_obs, checked_reward, env_call,
                             load_gymnasium, offscreen, time_limit)
 from ppo1.envs.family import Family
-from ppo1.envs.masks import ActionMasks, without_mask
+from ppo1.envs.masks import ActionMasks, mask_words, numbers, without_mask
 from ppo1.observations import ACTION_MASK, Obs, ObsSpec
 from ppo1.observations import VECTOR as VECTOR_ENTRY  # VECTOR here is the family
 
@@ -82,6 +82,11 @@ class GymEnv:
         self.action_space.seed(seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return self._checked(obs)
+
+    def reads(self) -> str:
+        """What the policy reads, in words (VecEnv.reads): the vector and the mask."""
+        size = self.obs_spec.vector_size
+        return "; ".join([f"{VECTOR_ENTRY} ({size},): the observation as {numbers(size)}", *mask_words(self.masks)])
 
     def _checked(self, obs) -> Obs:
         """The env's observation as the float32 vector (D,) of to_vector, checked against its space (EnvDataError),
