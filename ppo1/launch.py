@@ -55,8 +55,8 @@ def without_np(argv: list[str]) -> list[str]:
 
 
 def mpi_fork_command(np_: int, argv: list[str], module: str = "run_atari") -> list[str]:
-    """The command that runs `python -m MODULE ARGV` (less --np; run_atari or ppo1) as np_ ranks under this environment's
-    mpirun (as Spinning Up's mpi_fork). Raises PPO1Error under a launcher or without an mpirun."""
+    """The command that runs `python -m MODULE ARGV` (less --np; run_atari or ppo1) as np_ ranks under this
+    environment's mpirun (as Spinning Up's mpi_fork). Raises PPO1Error under a launcher or without an mpirun."""
     if np_ < 1:
         raise PPO1Error(f"--np={np_} is invalid: must be a whole number >= 1")
     rank = launcher_rank()

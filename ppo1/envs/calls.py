@@ -2,7 +2,8 @@
 time.monotonic) while an env's call runs, None between calls: the first Ctrl-C's line and the watchdog's name
 it, and a CallTimer ends the processes an env started while made or reset (VecEnv.started: ViZDoom's engine,
 which starts at the first reset, an emulator server) when its step or reset runs past --env_step_timeout, so the
-env's blocking read fails, its step raises and VecEnv.restart makes it anew. One long-lived thread reads the slot: the step itself pays for a tuple and a clock read only."""
+env's blocking read fails, its step raises and VecEnv.restart makes it anew. One long-lived thread reads the slot:
+the step itself pays for a tuple and a clock read only."""
 from __future__ import annotations
 
 import os
