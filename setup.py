@@ -46,5 +46,6 @@ setup(
         # other torch than the one installed
         "bench": ["stable-baselines3>=2.3,<3", "sb3-contrib>=2.3,<3"],
     },
-    entry_points={"console_scripts": ["ppo1=ppo1.cli:main"]},
+    # `ppo1 ARGS`, as `python -m ppo1 ARGS` and `python -m run_atari ARGS`
+    entry_points={"console_scripts": ["ppo1=ppo1.__main__:main"]},
 )

@@ -197,13 +197,13 @@ def build_config(args: argparse.Namespace, n_ranks: int = 1, spares=None) -> Con
     return dataclasses.replace(base, **given).validate()
 
 
-def _mpi_fork(np_: int, argv: list[str]) -> None:
-    """Run `mpirun -np np_ python -m run_atari ARGV` (less --np) and exit with its status (see
+def _mpi_fork(np_: int, argv: list[str], module: str = "run_atari") -> None:
+    """Run `mpirun -np np_ python -m MODULE ARGV` (less --np) and exit with its status (see
     launch.run_launcher: a hang-up stops the ranks with a checkpoint); on a bad --np, one line from rank 0
     and exit status 2 on every rank."""
     from ppo1.launch import mpi_fork_command, run_launcher
     try:
-        cmd = mpi_fork_command(np_, argv)
+        cmd = mpi_fork_command(np_, argv, module)
     except PPO1Error as e:
         say_error_before_mpi(str(e))
         sys.exit(2)
@@ -247,14 +247,14 @@ MODES = {"train": ("ppo1.train", _train), "play": ("ppo1.play", _play), "movie":
          "plot": ("ppo1.plot", _plot)}
 
 
-def main(argv: list[str] | None = None, held: HeldInterrupt | None = None) -> int:
-    """Run one mode; `held`: run_atari's HeldInterrupt, holding Ctrl-C since its first line. Returns the exit
-    status."""
+def main(argv: list[str] | None = None, held: HeldInterrupt | None = None, module: str = "run_atari") -> int:
+    """Run one mode; `held`: ppo1.__main__'s HeldInterrupt, holding Ctrl-C since its first line; `module`: what
+    the ranks of --np run (`python -m run_atari` or `python -m ppo1`). Returns the exit status."""
     held = (held or HeldInterrupt()).hold()  # until every rank is past MPI_Init (see HeldInterrupt)
     try:
         args = build_parser().parse_args(argv)
         if args.np:  # run this command again as args.np ranks under mpirun; this process becomes mpirun
-            _mpi_fork(args.np, sys.argv[1:] if argv is None else argv)
+            _mpi_fork(args.np, sys.argv[1:] if argv is None else argv, module)
         started = _start(args.mode)
         if started is None:
             return 2

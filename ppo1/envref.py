@@ -38,16 +38,14 @@ class Package:
 
 def vizdoom_kwargs() -> dict:
     """ViZDoom writes its settings file into the working directory unless told where, and two processes
-    creating it at once can crash: each env gets its own, in a temporary directory removed at exit. It also
-    makes `./_vizdoom/`, and one of two processes that race to make it crashes: it is made here first."""
-    import atexit
+    creating it at once can crash: each env gets its own, in a temporary directory that goes when the process
+    ends, however it ends (ppo1.envs.children.owned_temp_dir). It also makes `./_vizdoom/`, and one of two
+    processes that race to make it crashes: it is made here first."""
     import os
-    import shutil
-    import tempfile
+
+    from ppo1.envs.children import owned_temp_dir
     os.makedirs("_vizdoom", exist_ok=True)
-    directory = tempfile.mkdtemp(prefix="ppo1-vizdoom-")
-    atexit.register(shutil.rmtree, directory, True)
-    return {"doom_config_path": f"{directory}/vizdoom.ini"}
+    return {"doom_config_path": f"{owned_temp_dir('vizdoom')}/vizdoom.ini"}
 
 PACKAGES = (
     # ViZDoom's gymnasium wrapper: Dict(screen, gamevariables) observations; 4 tics per action as in the

@@ -185,8 +185,9 @@ def play_on(policy: ActorCritic, env, obs: Obs, n: int, greedy: bool, generator:
             episode_life: bool = False) -> tuple[list[Episode], Obs]:
     """Play n whole games in `env` from its observation `obs` (the start of a game). A game longer than
     `max_steps` agent steps (0 = no limit) is cut there: its Episode has the score so far and truncated=True, and
-    the env is reset. episode_life: the run trained with --episode_life (a recurrent policy's memory then starts
-    afresh at each life lost, as there). Returns (the games' Episodes, the observation that starts the next game)."""
+    the env is reset, with a seed no earlier reset had (ppo1.envs.base.ResetSeeds), so the next game is a new one.
+    episode_life: the run trained with --episode_life (a recurrent policy's memory then starts afresh at each life
+    lost, as there). Returns (the games' Episodes, the observation that starts the next game)."""
     games: list[Episode] = []
     player, steps, start = Player(policy, greedy, generator, episode_life), 0, time.time()
     while len(games) < n:

@@ -54,9 +54,9 @@ def without_np(argv: list[str]) -> list[str]:
     return out
 
 
-def mpi_fork_command(np_: int, argv: list[str]) -> list[str]:
-    """The command that runs `python -m run_atari ARGV` (less --np) as np_ ranks under this environment's
-    mpirun (as Spinning Up's mpi_fork). Raises PPO1Error under a launcher or without an mpirun."""
+def mpi_fork_command(np_: int, argv: list[str], module: str = "run_atari") -> list[str]:
+    """The command that runs `python -m MODULE ARGV` (less --np; run_atari or ppo1) as np_ ranks under this
+    environment's mpirun (as Spinning Up's mpi_fork). Raises PPO1Error under a launcher or without an mpirun."""
     if np_ < 1:
         raise PPO1Error(f"--np={np_} is invalid: must be a whole number >= 1")
     rank = launcher_rank()
@@ -67,7 +67,7 @@ def mpi_fork_command(np_: int, argv: list[str]) -> list[str]:
     if cmd is None:
         raise PPO1Error(f"--np={np_}: no mpirun found beside {sys.executable} or on PATH (pip install mpich, "
                         "or install a system MPI)")
-    return [*cmd, sys.executable, "-m", "run_atari", *without_np(argv)]
+    return [*cmd, sys.executable, "-m", module, *without_np(argv)]
 
 
 def _relay(src: int, dst: int, muted=None) -> None:
@@ -122,11 +122,22 @@ def descendants(pid: int | None = None) -> list[int]:
     return found
 
 
+SPARED: set[int] = set()  # processes below this one that kill_descendants leaves (the envs' reaper, spare)
+
+
+def spare(pid: int) -> None:
+    """Let process `pid` outlive kill_descendants: the reaper of this process's envs (ppo1.envs.children.reaped),
+    which ends what they started and removes their temporary folders once this process has ended."""
+    SPARED.add(pid)
+
+
 def kill_descendants() -> int:
-    """SIGKILL every process below this one (envs' engines left running). Returns how many were signalled.
-    Reads /proc only (no import, no lock): it may run in a signal handler."""
+    """SIGKILL every process below this one (envs' engines left running) but those spared (spare). Returns how
+    many were signalled. Reads /proc only (no import, no lock): it may run in a signal handler."""
     n = 0
     for p in descendants():
+        if p in SPARED:
+            continue
         try:
             os.kill(p, signal.SIGKILL)
             n += 1
@@ -136,7 +147,8 @@ def kill_descendants() -> int:
 
 
 def local_ranks(launcher: int) -> list[int]:
-    """The processes below `launcher` (mpirun) on this host that run run_atari: its ranks here."""
+    """The processes below `launcher` (mpirun) on this host that run run_atari or `python -m ppo1`: its ranks
+    here."""
     ranks = []
     for pid in descendants(launcher):
         try:
@@ -144,7 +156,7 @@ def local_ranks(launcher: int) -> list[int]:
                 argv = f.read().split(b"\0")
         except OSError:
             continue
-        if b"run_atari" in argv or any(a.endswith(b"run_atari.py") for a in argv):
+        if b"run_atari" in argv or any(a.endswith(b"run_atari.py") for a in argv) or argv[1:3] == [b"-m", b"ppo1"]:
             ranks.append(pid)
     return ranks
 

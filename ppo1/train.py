@@ -113,10 +113,11 @@ class Trainer:
         return None if venv is None else venv.calling
 
     # ------------------------------------------------------------------ set-up and resume
-    def setup(self) -> tuple[TrainState | None, str | None]:
-        """Collective: threads, device, seeds, the run lock (rank 0), envs, policy and optimizer; rank 0
-        loads the newest checkpoint. Any rank may fail here, so all ranks agree on the outcome before
-        going on. Returns (the checkpoint to resume from, its path), both None for a new run, on every rank."""
+    def setup(self) -> tuple[TrainState | None, str | None, Obs]:
+        """Collective: threads, device, seeds, the run lock (rank 0), envs and their first reset, policy and
+        optimizer; rank 0 loads the newest checkpoint. Any rank may fail here, so all ranks agree on the outcome
+        before going on; a refused set-up leaves no run directory that holds only its lock. Returns (the checkpoint
+        to resume from, its path), both None for a new run, on every rank, and the envs' first observations."""
         cfg, comm = self.config, self.comm
         self.threads = configure_threads(cfg, comm, self.log)
         self.device = devices.setup_rank(cfg.device, cfg.deterministic, comm, self.log)  # the first line: devices
@@ -130,7 +131,7 @@ class Trainer:
         random.seed(cfg.seed * 1000 + comm.rank)
         self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, comm.rank, 2**31 - 1]))
         self.n_actors = comm.size * cfg.envs_per_rank
-        error, saved, path, self.lock = None, None, None, None
+        error, saved, path, obs, self.lock = None, None, None, None, None
         try:  # first of all: rank 0 locks the run directory (one training per run), refused at once if held
             cfg.check_fits(comm.size)
             if comm.is_root:
@@ -144,6 +145,7 @@ class Trainer:
             self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank, EnvOptions.of(cfg),
                                      self.spares)
             self.calls.watch(self.venv)
+            obs = self.venv.reset()  # an env that refuses its first observations (a bad mask) is a refused set-up
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs_spec.nbytes(),
                                comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs_spec,
@@ -170,7 +172,7 @@ class Trainer:
             if self.lock is not None:  # refused before any work: no directory of only a lock file is left
                 self.lock.abandon()
             raise
-        return comm.bcast((saved, path))
+        return (*comm.bcast((saved, path)), obs)
 
     def _best_so_far(self) -> None:
         """Rank 0: the score of the run's best.pt, so that a resumed run replaces it only with a better one."""
@@ -192,10 +194,10 @@ class Trainer:
             self.log(f"ppo1: resuming from {path} (iteration {saved.iteration}, {saved.timesteps} steps)")
         return saved, path
 
-    def resume(self, saved: TrainState | None, path: str | None) -> None:
+    def resume(self, saved: TrainState | None, path: str | None, obs: Obs) -> None:
         """Collective: this run's TrainState, from `saved` when there is one (model, optimizer and
         counters; every rank's RNGs and games when it ran on as many ranks), then rank 0's parameters
-        everywhere; then the loop's collector, logs and clocks."""
+        everywhere; then the loop's collector, logs and clocks. `obs`: the envs' first observations (setup)."""
         cfg, comm = self.config, self.comm
         # model, optimizer and ranks: filled at each save
         nvec = action_nvec(self.venv.action_space)
@@ -203,7 +205,7 @@ class Trainer:
                                 n_actors=self.n_actors, obs_spec=self.venv.obs_spec.to_list(),
                                 action_nvec=None if nvec is None else list(nvec),
                                 model_io=ModelIO.of(self.venv.action_space, self.venv.stacked))
-        obs, error = self.venv.reset(), None
+        error = None
         try:  # a checkpoint whose contents do not fit is one line on every rank, not a traceback
             if saved is not None:
                 obs = self._restore(saved, obs)
@@ -253,6 +255,7 @@ class Trainer:
             self.log(f"ppo1: {cfg.env_name}, {comm.size} ranks x {cfg.envs_per_rank} envs = {self.n_actors} "
                      f"actors, {self.threads} torch thread(s) per rank, {self.n_iters} iterations of "
                      f"{self.steps_per_iter} steps; run dir {cfg.run_dir}")
+            self.log(f"ppo1: the policy reads {self.venv.reads()}")
             if cfg.rnn != "none":  # whole chunks per minibatch: the update's realised minibatches, said
                 self.log(cfg.rnn_update_line())
             progress = ProgressLog(cfg.run_dir, total_steps=self.n_iters * self.steps_per_iter,

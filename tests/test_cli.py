@@ -28,6 +28,7 @@ def trained(tmp_path_factory):
 
 def test_two_rank_training_logs_iterations_and_writes_progress_csv(trained):
     ck, r = trained
+    assert "ppo1: the policy reads image (4, 84, 84)\n" in r.stdout  # what the policy reads, said once at start
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == "ppo1: device cpu on all 2 ranks", r.stdout  # every rank's device, agreed
     assert "2 ranks x 2 envs = 4 actors" in r.stdout
@@ -185,3 +186,16 @@ def test_a_minibatch_size_that_does_not_divide_the_batch_trains_on_with_finite_p
     assert "degrees of freedom" not in r.stderr and "Traceback" not in r.stderr
     state = torch.load(tmp_path / "m" / "latest.pt", weights_only=True)
     assert state["iteration"] == 3 and all(torch.isfinite(v).all() for v in state["model"].values())
+
+
+def test_python_m_ppo1_is_the_command_line_and_its_np_runs_its_ranks_as_python_m_ppo1():
+    import sys
+
+    from ppo1.launch import mpi_fork_command
+    r = run_cli(["--help"], module="ppo1")
+    assert r.returncode == 0 and "--env_name" in r.stdout and r.stderr == "", r.stderr
+    try:
+        cmd = mpi_fork_command(2, ["--np", "2", "--env_name", "CartPole-v1"], "ppo1")
+    except PPO1Error:
+        pytest.skip("no mpirun found")
+    assert cmd[-5:] == [sys.executable, "-m", "ppo1", "--env_name", "CartPole-v1"]

@@ -45,7 +45,8 @@ def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended():
         assert [(r.index, r.error) for r in venv.restarts] == [(0, "RuntimeError: the engine exited unexpectedly")]
         # the seed of the second env made in place 0, a function of (seed, rank, env, envs made there before)
         assert venv.made == [1, 0] and venv.allowed == 0
-        assert venv.envs[0]._seed == int(env_seed(0, 0, 0, 1).generate_state(1)[0] % (2**31 - 1)) != venv.envs[1]._seed
+        assert venv.envs[0].seeds.first == int(env_seed(0, 0, 0, 1).generate_state(1)[0] % (2**31 - 1)) != \
+            venv.envs[1].seeds.first
         assert "Traceback" in venv.restarts[0].trace
         assert dead.poll() is not None and venv.envs[0].gym_env.unwrapped.engine is not dead and venv.envs[0].gym_env.unwrapped.engine.poll() is None
         venv.step(np.array([1, 1]))
@@ -208,3 +209,39 @@ def test_env_restart_window_counts_only_the_restarts_of_its_last_iterations():
     assert window.recent(249) == [150, 240]  # iterations 150..249, the current one's included
     with pytest.raises(PPO1Error, match="^--env_restart_window=-1 is invalid: must be a whole number of iterations"):
         Config.for_preset(env_name="CartPole-v1", env_restart_window=-1)
+
+
+def test_a_real_vizdoom_engine_that_hangs_is_killed_after_env_step_timeout_and_made_anew(tmp_path, monkeypatch):
+    # ViZDoom starts its engine at the env's first reset, not when the env is made: the timeout used to find no
+    # process of the env to end ("started no process to end") and the rank waited for the watchdog
+    import signal
+    import threading
+
+    pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
+    from ppo1.envs.calls import CallTimer
+    from ppo1.launch import descendants
+    monkeypatch.chdir(tmp_path)  # ViZDoom makes ./_vizdoom
+    venv = make_vec_env("VizdoomBasic-v1", 1, seed=0, rank=0)
+    guard = threading.Timer(20, lambda: [os.kill(p, signal.SIGKILL) for p in hung])  # never a hung test
+    try:
+        before = set(descendants())
+        venv.reset()
+        [engine] = set(descendants()) - before  # started by the reset
+        hung = [engine]
+        os.kill(engine, signal.SIGSTOP)  # an engine that hangs: alive, answering nothing
+        said, venv.allowed = [], 1
+        guard.start()
+        timer = CallTimer(1.0, say=said.append)
+        timer.watch(venv)
+        with timer:
+            venv.step(np.zeros((1,), np.int64))
+        assert guard.is_alive(), "the engine was not ended by --env_step_timeout"
+        assert venv.crashed == {0} and venv.made == [1] and len(said) == 1, said
+        assert said[0].startswith("ppo1: warning: rank 0: env 0's step ran past --env_step_timeout 1 s: ended the "
+                                  f"1 process(es) it started (pid {engine})"), said
+        [new] = venv.started[0]
+        assert new != engine and new in descendants() and engine not in descendants()
+        venv.step(np.zeros((1,), np.int64))  # the new engine plays
+    finally:
+        guard.cancel()
+        venv.close()

@@ -104,3 +104,24 @@ def test_checkpoint_best_without_best_pt_or_a_missing_path_is_refused_in_one_lin
         checkpoint.resolve(str(tmp_path), "nope.pt")
     r = run_cli(["--mode", "play", "--checkpoint", "best", "--checkpoint_dir", str(tmp_path), "--model_name", "x"])
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no best.pt" in r.stderr
+
+
+@pytest.mark.parametrize("image", [False, True], ids=["vector", "image"])
+def test_evaluation_games_cut_at_eval_max_steps_each_start_a_new_game(image):
+    # a game that never ends, whose every step pays a value its reset draws: 4 games cut at 3 steps score alike
+    # only when every reset after a cut starts the env's first game again
+    import numpy as np
+
+    from ppo1.envs import EnvOptions, make_eval_env
+    from ppo1.evaluate import generator_for, play_games
+    from ppo1.policies import build
+    env = make_eval_env("tests.endlessenv:make", np.random.SeedSequence(0),
+                        options=EnvOptions(env_kwargs='{"image": true}' if image else "{}"))
+    try:
+        policy = build("impala" if image else "mlp", env.action_space, env.obs_spec)
+        games = play_games(policy, env, 4, True, generator_for(np.random.SeedSequence(1)), max_steps=3)
+    finally:
+        env.close()
+    assert all(g.truncated and g.length == 3 for g in games)
+    scores = [g.ret for g in games]
+    assert len(set(scores)) == 4, scores

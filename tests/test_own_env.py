@@ -401,3 +401,24 @@ def test_a_run_of_the_version_that_resized_small_images_plays_and_resumes_with_f
     r = run_cli(["--env_steps", "512", "--frame_upscale", *where])
     assert r.returncode == 0 and "resuming from" in r.stdout, r.stderr
     assert json.loads((run / "config.json").read_text())["pixels"]["frame_upscale"] is True
+
+
+def test_an_env_refused_at_its_first_reset_leaves_no_run_directory_and_an_existing_one_stays(tmp_path):
+    # a mask of 5 values where its space declares 3, given at the first reset: the lock file was left behind
+    import dataclasses
+
+    from ppo1.config import Config
+    from ppo1.distributed import Comm
+    from ppo1.train import train
+    config = Config.for_preset(env_name="tests.entriesenv:make", env_kwargs=json.dumps(
+        {"extra": "nested", "image": False, "mask": 3, "given": 5}), checkpoint_dir=str(tmp_path), model_name="bad",
+        envs_per_rank=1, timesteps_per_actorbatch=16, optim_batchsize=16, env_steps=16)
+    with pytest.raises(PPO1Error, match=r"gave an action mask \(its 'action_mask' entry\) of shape \(5,\)"):
+        train(config, Comm(None), log=lambda *a: None)
+    assert not (tmp_path / "bad").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "progress.csv").write_text("iteration\n1\n")  # a run's files: never removed
+    with pytest.raises(PPO1Error, match="gave an action mask"):
+        train(dataclasses.replace(config, model_name="kept"), Comm(None), log=lambda *a: None)
+    assert sorted(p.name for p in kept.iterdir()) == ["progress.csv", "train.lock"]

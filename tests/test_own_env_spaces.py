@@ -80,3 +80,71 @@ def test_a_vizdoom_multibinary_id_trains(tmp_path):
                  "--checkpoint_dir", str(tmp_path / "ck"), "--model_name", "doom-mb"], cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert "ppo1: done: 256 steps" in r.stdout
+
+
+# ------------------------------------------------------------------------------ Dict entries: read or refused
+def _make_entries(vectors: bool = True, **kwargs):
+    from ppo1.envs import EnvOptions, make_gym_env
+    return make_gym_env("tests.entriesenv:make", np.random.SeedSequence(0),
+                        options=EnvOptions(env_kwargs=json.dumps(kwargs), frames=Frames(vectors=vectors)))
+
+
+@pytest.mark.parametrize("image", [True, False], ids=["beside an image", "alone"])
+def test_a_text_entry_is_refused_in_one_line_naming_it_with_or_without_an_image(image):
+    from ppo1 import PPO1Error
+    with pytest.raises(PPO1Error) as raised:
+        _make_entries(extra="text", image=image)
+    assert "Text(" in str(raised.value) and "\n" not in str(raised.value)
+    if image:  # the entry named, and the way to train on the images alone
+        assert str(raised.value).startswith("--env_name='tests.entriesenv:make' has an observation entry 'note' of "
+                                            "Text("), raised.value
+        env = _make_entries(vectors=False, extra="text")  # --no-obs_vectors: the images alone, as asked
+        try:
+            assert "vector" not in env.obs_spec.entries
+        finally:
+            env.close()
+
+
+@pytest.mark.parametrize("image", [True, False], ids=["beside an image", "alone"])
+def test_a_nested_dict_entry_is_flattened_into_the_vector_with_or_without_an_image(image):
+    env = _make_entries(extra="nested", image=image)
+    try:
+        obs = env.reset()
+        # pos (0.5, -0.5), then mode 2 of Discrete(3) one-hot: the same 5 numbers whether an image is beside it
+        np.testing.assert_array_equal(obs["vector"], np.array([0, 0, 1, 0.5, -0.5], np.float32))
+        assert ("image" in obs.entries) == image
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("image", [True, False], ids=["beside an image", "alone"])
+def test_an_action_mask_entry_of_another_size_than_the_actions_is_refused_at_set_up(image):
+    from ppo1 import PPO1Error
+    with pytest.raises(PPO1Error) as raised:
+        _make_entries(extra="none" if image else "nested", image=image, mask=5)
+    assert str(raised.value) == ("--env_name='tests.entriesenv:make' has an 'action_mask' entry of MultiBinary(5), "
+                                 "5 values: its actions Discrete(3) need 3, one per choice"), raised.value
+    env = _make_entries(extra="none" if image else "nested", image=image, mask=3)  # one per action: read
+    try:
+        assert env.reset()["action_mask"].tolist() == [True] * 3
+    finally:
+        env.close()
+
+
+def test_what_the_policy_reads_is_said_in_words_entry_by_entry_with_where_the_mask_comes_from():
+    from ppo1.envs import EnvOptions, make_vec_env
+    made = [("tests.entriesenv:make", {"extra": "nested", "mask": 3}, Frames(vectors=True)),
+            ("tests.entriesenv:make", {"extra": "nested", "image": False}, None),
+            ("tests.entriesenv:make", {"extra": "none"}, Frames(size=12, stack=1)),
+            ("tests.maskenv:make", {"mode": "method"}, None)]
+    said = []
+    for name, kwargs, frames in made:
+        venv = make_vec_env(name, 1, 0, 0, EnvOptions(env_kwargs=json.dumps(kwargs), frames=frames))
+        said.append(venv.reads())
+        venv.close()
+    assert said == [
+        "image (4, 24, 24): the env's 24x24x1 'screen' kept at its size, 4 frames; vector (5,): 5 numbers of "
+        "'state'; action_mask (3,) from its 'action_mask' entry",
+        "vector (5,): the observation as 5 numbers",
+        "image (1, 12, 12): the env's 24x24x1 'screen' resized to 12x12, 1 frame",
+        "vector (5,): the observation as 5 numbers; action_mask (5,) from action_masks()"]

@@ -26,13 +26,14 @@ PONG = ["--envs_per_rank", "2", "--timesteps_per_actorbatch", "256", "--optim_ba
         "--env_steps", "1000000", "--save_interval", "1000"]  # iterations of over a second: a second Ctrl-C lands in one
 
 
-def launch(args, tmp_path, np_=None):
-    """`python -m run_atari [--np N] ARGS` in a session of its own (its process group: the terminal's job)."""
+def launch(args, tmp_path, np_=None, module="run_atari", **env):
+    """`python -m MODULE [--np N] ARGS` in a session of its own (its process group: the terminal's job), with
+    the environment variables `env` besides the test's."""
     if np_:
         mpirun_command(np_)  # skips where there is no mpirun
-    cmd = [sys.executable, "-m", "run_atari", *(["--np", str(np_)] if np_ else []), *args]
+    cmd = [sys.executable, "-m", module, *(["--np", str(np_)] if np_ else []), *args]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
-                            env=dict(os.environ, PYTHONPATH=REPO), start_new_session=True,
+                            env=dict(os.environ, PYTHONPATH=REPO, **env), start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
 
 
@@ -72,13 +73,24 @@ def test_ctrl_c_to_a_vizdoom_run_under_np_stops_every_rank_with_a_checkpoint(tmp
     # the engines used to get the terminal's SIGINT (through mpirun) and die before the ranks' orderly stop
     pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
     run = tmp_path / "checkpoints" / "doom"
-    proc = launch([*DOOM, "--model_name", "doom"], tmp_path, np_=2)
+    temp = tmp_path / "temp"  # the ranks' temporary directory: ViZDoom's settings folders go there
+    temp.mkdir()
+    proc = launch([*DOOM, "--model_name", "doom"], tmp_path, np_=2, module="ppo1", TMPDIR=str(temp))  # its ranks
+    # run `python -m ppo1` too, and get the launcher's signals
     logged(run, 2, proc)
+    assert len([name for name in os.listdir(temp) if name.startswith("ppo1-vizdoom-")]) == 4  # 2 envs a rank
     os.killpg(proc.pid, signal.SIGINT)
     out, err = finish(proc)
     assert proc.returncode == 130, (out, err)
+    # the ranks end with os._exit: their reapers remove the folders (they were left behind)
+    deadline = time.time() + 10
+    while [name for name in os.listdir(temp) if name.startswith("ppo1-vizdoom-")] and time.time() < deadline:
+        time.sleep(0.1)
+    assert [name for name in os.listdir(temp) if name.startswith("ppo1-vizdoom-")] == []
     assert "ViZDoomUnexpectedExitException" not in out + err and "Traceback" not in out + err
     assert "stopped by SIGINT" in out
+    assert "ppo1: the policy reads image (4, 84, 84): the env's 240x320x3 'screen' resized to 84x84, gray, " \
+           "4 frames; vector (1,): 1 number of 'gamevariables'\n" in out, out
     with open(run / "progress.csv", newline="") as f:
         last = int(list(csv.DictReader(f))[-1]["iteration"])
     assert torch.load(run / "latest.pt", weights_only=True)["iteration"] == last >= 2  # the stop's checkpoint

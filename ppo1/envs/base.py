@@ -43,6 +43,24 @@ def env_seed(seed: int, rank: int, index: int, made: int = 0) -> np.random.SeedS
     return np.random.SeedSequence([seed, rank, index, *([made] if made else [])])
 
 
+class ResetSeeds:
+    """The seed of each reset of an env (GymEnv, PixelEnv, ProcgenEnv): the first reset's is the one its seed
+    sequence gives, every later reset's (an evaluation game cut at --eval_max_steps) one spawned from it, so that
+    no reset starts the game of an earlier one. Training resets each env once, so its games stay those of that
+    first seed."""
+
+    def __init__(self, seed: np.random.SeedSequence):
+        self.first = int(seed.generate_state(1)[0] % (2**31 - 1))
+        self._seed, self._resets = seed, 0
+
+    def next(self) -> int:
+        """The seed of the next reset."""
+        self._resets += 1
+        if self._resets == 1:
+            return self.first
+        return int(self._seed.spawn(1)[0].generate_state(1)[0] % (2**31 - 1))
+
+
 class EnvDataError(PPO1Error):
     """An env gave data ppo1 cannot train on: a reward or observation that is not finite, or an observation of
     another shape or dtype than its space declares (its bounds are not checked: many envs exceed them)."""
@@ -162,7 +180,15 @@ class VecEnv:
         # the env call under way, (env index, "step" | "reset" | "make", time.monotonic() at its start), None
         # between calls: read by the first Ctrl-C's line, the watchdog's and ppo1.envs.calls.CallTimer
         self.calling: tuple[int, str, float] | None = None
-        self.started: dict[int, list[int]] = {}  # env index -> the child processes making it started (seeded_envs)
+        # env index -> the child processes it started while made (seeded_envs) or reset (_reset): what
+        # ppo1.envs.calls.CallTimer ends when a call of that env hangs
+        self.started: dict[int, list[int]] = {}
+
+    def reads(self) -> str:
+        """What the policy reads, for the start line: each entry with its shape and, where the env says
+        (`reads()` of PixelEnv and GymEnv), what it holds and where it comes from."""
+        said = getattr(self.envs[0], "reads", None)
+        return said() if said is not None else self.obs_spec.describe()
 
     def reset(self) -> Obs:
         """Reset all envs. Returns obs (k, ...) (a buffer reused across calls). EnvCrash where an env's
@@ -173,11 +199,16 @@ class VecEnv:
         return self.obs
 
     def _reset(self, i: int) -> Obs:
+        """Reset env i; what it starts meanwhile (ViZDoom starts its engine at its first reset) joins `started`."""
         self.calling = (i, "reset", time.monotonic())
         try:
-            return self.envs[i].reset()
+            with recording() as new:
+                obs = self.envs[i].reset()
         except EnvRaised as e:
             raise EnvCrash(e.error, e.trace, i, "reset") from None
+        if new:
+            self.started.setdefault(i, []).extend(new)
+        return obs
 
     def step(self, actions: np.ndarray):
         """Step every env with actions (k, ...). Returns (obs (k, ...), rewards (k,) float32,

@@ -1,8 +1,9 @@
 """Where a rank waits in its envs. VecEnv.calling is (env index, "step" | "reset" | "make", its start on
 time.monotonic) while an env's call runs, None between calls: the first Ctrl-C's line and the watchdog's name
-it, and a CallTimer ends the processes an env started (ViZDoom's engine, an emulator server) when its step or
-reset runs past --env_step_timeout, so the env's blocking read fails, its step raises and VecEnv.restart makes
-it anew. One long-lived thread reads the slot: the step itself pays for a tuple and a clock read only."""
+it, and a CallTimer ends the processes an env started while made or reset (VecEnv.started: ViZDoom's engine,
+which starts at the first reset, an emulator server) when its step or reset runs past --env_step_timeout, so the
+env's blocking read fails, its step raises and VecEnv.restart makes it anew. One long-lived thread reads the slot:
+the step itself pays for a tuple and a clock read only."""
 from __future__ import annotations
 
 import os

@@ -8,21 +8,26 @@ of them first (ppo1.launch.kill_descendants), and one killed outright (SIGKILL, 
 its reaper (`reaped()`), a small process that outlives it by a moment to kill them."""
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 OWNER = "PPO1_ENV_OWNER"  # the variable that marks every process this rank's envs start (with its token)
+TEMP_PREFIX = "ppo1-"  # the start of the names of owned_temp_dir's directories
 
 # The reaper: waits for its rank to end (EOF on its stdin: the rank holds the only write end, which the kernel
-# closes on any death, SIGKILL too), then kills every process whose environment carries the rank's token.
+# closes on any death, SIGKILL too), then kills every process whose environment carries the rank's token and
+# removes the temporary directories named with it (owned_temp_dir) from the rank's temporary directory.
 REAPER = f"""
-import os, signal, sys
+import os, shutil, signal, sys
 for s in {tuple(int(s) for s in STOP_SIGNALS)}:
     signal.signal(s, signal.SIG_IGN)
 sys.stdin.buffer.read()
@@ -35,6 +40,13 @@ for pid in os.listdir("/proc"):
                     os.kill(int(pid), signal.SIGKILL)
         except OSError:
             pass
+try:
+    names = os.listdir(sys.argv[2])
+except OSError:
+    names = []
+for name in names:
+    if name.startswith("{TEMP_PREFIX}") and "-" + sys.argv[1] + "-" in name:
+        shutil.rmtree(os.path.join(sys.argv[2], name), True)
 """
 
 
@@ -62,13 +74,29 @@ def reaped() -> None:
     token = f"{os.getpid()}-{uuid.uuid4().hex}"
     env = {k: v for k, v in os.environ.items() if k != OWNER}
     try:
-        reaper = subprocess.Popen([sys.executable, "-I", "-S", "-c", REAPER, token], stdin=subprocess.PIPE,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, close_fds=True)
+        # a session of its own: mpirun's proxy, which kills a finished rank's process group, leaves it its work
+        reaper = subprocess.Popen([sys.executable, "-I", "-S", "-c", REAPER, token, tempfile.gettempdir()],
+                                  stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env=env, close_fds=True, start_new_session=True)
     except OSError:
         return  # no reaper: the envs are closed by their own close() on every exit but SIGKILL
+    from ppo1.launch import spare
+    spare(reaper.pid)  # a rank that exits at once kills what is below it, but for its reaper
     os.set_inheritable(reaper.stdin.fileno(), False)  # only this process holds the write end
     reaped.reaper = reaper  # kept for the life of the process: its pipe closes when the process ends
     os.environ[OWNER] = token
+
+
+def owned_temp_dir(name: str) -> str:
+    """A new temporary directory (`ppo1-<name>-...`) that goes when this process ends, however it ends: removed at
+    a normal exit, and named with the token of this process's reaper (reaped), which removes it after any other
+    (os._exit after a stop, the watchdog's, a signal, SIGKILL)."""
+    reaped()
+    token = os.environ.get(OWNER, "")
+    mine = token if token.startswith(f"{os.getpid()}-") else ""  # none where the reaper could not start
+    directory = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{name}-{mine + '-' if mine else ''}")
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
 
 
 def direct_children() -> set[int]:

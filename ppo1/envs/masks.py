@@ -24,6 +24,30 @@ def without_mask(space):
     return space
 
 
+def check_mask_space(env_name: str, space, actions) -> None:
+    """PPO1Error in one line unless an `action_mask` entry's declared space holds one value per choice of the
+    actions (a Box, MultiBinary or MultiDiscrete of head_size(actions) values)."""
+    import gymnasium
+    spaces = gymnasium.spaces
+    size = head_size(actions)
+    if not isinstance(space, (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)):
+        raise PPO1Error(f"--env_name={env_name!r} has an {ACTION_MASK!r} entry of {space}: a mask is a Box or "
+                        f"MultiBinary of {size} values, one per choice of its actions {actions}")
+    if int(np.prod(space.shape)) != size:
+        raise PPO1Error(f"--env_name={env_name!r} has an {ACTION_MASK!r} entry of {space}, "
+                        f"{int(np.prod(space.shape))} values: its actions {actions} need {size}, one per choice")
+
+
+def numbers(n: int) -> str:
+    """`1 number`, `30 numbers`: a vector's size in words, for the start line."""
+    return f"{n} number{'' if n == 1 else 's'}"
+
+
+def mask_words(masks: "ActionMasks | None") -> list[str]:
+    """What the policy reads of an env's mask, for the start line (VecEnv.reads): [] without one."""
+    return [] if masks is None else [f"{ACTION_MASK} ({masks.size},) from {masks.where}"]
+
+
 class ActionMasks:
     """Reads the valid actions of one env after each reset and step (`read`), checked: (size,) bool."""
 
@@ -49,12 +73,19 @@ class ActionMasks:
             source = "an action_masks() method" if method else "an 'action_mask' entry"
             raise PPO1Error(f"--env_name={env_name!r} has {source} but actions {actions}: ppo1 masks Discrete, "
                             "MultiDiscrete and MultiBinary actions")
+        if method is None:
+            check_mask_space(env_name, space.spaces[ACTION_MASK], actions)
         return cls(env_name, gym_env, head_size(actions), nvec, method)
+
+    @property
+    def where(self) -> str:
+        """Where the mask comes from, in words: `action_masks()` or `its 'action_mask' entry`."""
+        return "action_masks()" if self.method else f"its {ACTION_MASK!r} entry"
 
     def read(self, obs) -> np.ndarray:
         """The mask of the observation `obs` the env just gave (its entry, or the method's answer now), as (size,)
         bool. EnvDataError when it has another number of values, or leaves an action dimension no valid choice."""
-        where = "action_masks()" if self.method else f"its {ACTION_MASK!r} entry"
+        where = self.where
         try:
             raw = self.method() if self.method else obs[ACTION_MASK]
         except Exception as e:  # noqa: BLE001 -- the env's own method

@@ -32,10 +32,10 @@ import numpy as np
 
 from ppo1 import PPO1Error, error_line
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, VecEnv, checked_obs, checked_reward, env_call, time_limit
+from ppo1.envs.base import Episode, ResetSeeds, VecEnv, checked_obs, checked_reward, env_call, time_limit
 from ppo1.envs.family import Family
-from ppo1.envs.masks import ActionMasks
-from ppo1.envs.vector import to_vector
+from ppo1.envs.masks import ActionMasks, mask_words, numbers
+from ppo1.envs.vector import to_vector, vector_size
 from ppo1.envref import EnvRef
 from ppo1.observations import ACTION_MASK, IMAGE, VECTOR, Obs, ObsSpec
 
@@ -100,31 +100,37 @@ def image_space(space, obs_key: str = "", env_name: str = ""):
 
 def is_vector_space(space) -> bool:
     """Whether a Dict entry is numbers the network can read beside the image: a numeric Box that is not an
-    image, Discrete, MultiDiscrete or MultiBinary."""
+    image, Discrete, MultiDiscrete, MultiBinary, or a Tuple or Dict of vectors (to_vector: as the vector family
+    reads them, nested too)."""
     import gymnasium
     spaces = gymnasium.spaces
     if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
         return True
+    if isinstance(space, (spaces.Tuple, spaces.Dict)):
+        return vector_size(space) is not None
     return isinstance(space, spaces.Box) and np.issubdtype(space.dtype, np.number) and not is_image_space(space)
 
 
 def entry_size(space) -> int:
     """How many numbers a vector entry (is_vector_space) is in the vector: a Box's or MultiBinary's values, a
-    Discrete's one-hot (n), a MultiDiscrete's one-hots (sum(nvec))."""
-    from gymnasium.spaces import Discrete, MultiDiscrete
-    if isinstance(space, Discrete):
-        return int(space.n)
-    if isinstance(space, MultiDiscrete):
-        return int(np.sum(space.nvec))
-    return int(np.prod(space.shape))
+    Discrete's one-hot (n), a MultiDiscrete's one-hots (sum(nvec)), a Tuple's or Dict's entries' (vector_size)."""
+    from gymnasium.spaces import Box
+    return int(np.prod(space.shape)) if isinstance(space, Box) else vector_size(space)
 
 
-def vector_keys(space) -> list[str]:
+def vector_keys(space, env_name: str = "") -> list[str]:
     """The vector entries (is_vector_space) of a Dict observation space that are neither images nor its action
-    mask, in the Dict's order; [] for an image Box."""
+    mask, in the Dict's order; [] for an image Box. PPO1Error naming an entry that is none of these (Text, Graph,
+    a Tuple holding an image...): the network would never see it."""
     import gymnasium
     if not isinstance(space, gymnasium.spaces.Dict):
         return []
+    for key, entry in space.spaces.items():
+        if key != ACTION_MASK and not is_image_space(entry) and not is_vector_space(entry):
+            raise PPO1Error(f"--env_name={env_name!r} has an observation entry {key!r} of {entry} that ppo1 cannot "
+                            f"read beside its images (it reads images and numbers: a Box, Discrete, "
+                            "MultiDiscrete, MultiBinary, or a Tuple or Dict of those): wrap the env to drop or encode "
+                            "it, or give --no-obs_vectors to train on the images alone")
     return [k for k, s in space.spaces.items() if k != ACTION_MASK and is_vector_space(s)]
 
 
@@ -216,6 +222,7 @@ class PixelEnv:
             check_spaces(ref.name, self.observation_space, self.action_space, frames.key)
             keys = image_keys(self.observation_space, frames.key, ref.name)
             self.masks = ActionMasks.of(ref.name, self.gym_env)  # None: every action always valid
+            self.vector_keys = vector_keys(self.observation_space, ref.name) if frames.vectors else []
         except PPO1Error:
             self.gym_env.close()
             raise
@@ -226,15 +233,32 @@ class PixelEnv:
         self._raw = {name: np.zeros(self._space(key).shape, np.uint8) for name, key in self.images.items()}
         self._frames = {name: as_is(self._space(key).shape, frames) for name, key in self.images.items()}
         shapes = {name: obs_shape(self._space(key).shape, frames) for name, key in self.images.items()}
-        self.vector_keys = vector_keys(self.observation_space) if frames.vectors else []
         size = sum(entry_size(self.observation_space[k]) for k in self.vector_keys)
         self.obs_spec = ObsSpec.of(shapes, vector=size, mask=self.masks.size if self.masks else 0)
         first = shapes[next(iter(shapes))]
         self.stacked = frames.stack > 1 and first[0] == frames.stack  # stacks of one-channel frames
         self.obs = self.obs_spec.zeros()  # what the policy reads (reused: VecEnv copies it)
-        self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
+        self.seeds = ResetSeeds(seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         self.cut_obs: Obs | None = None  # the last observation of an episode the last step cut
+
+    def reads(self) -> str:
+        """What the policy reads, in words (VecEnv.reads): each image, from which of the env's images and how
+        preprocessed, the vector's numbers and their entries, and the mask."""
+        parts, shapes = [], {e.name: e.shape for e in self.obs_spec.entries}
+        for name, key in self.images.items():
+            shape, frames = self._space(key).shape, self._frames[name]
+            size = "x".join(map(str, shape))
+            how = ("kept at its size" if not frames.size or tuple(shape[:2]) == (frames.size, frames.size)
+                   else f"resized to {frames.size}x{frames.size}") + (", gray" if frames.gray and
+                                                                      len(shape) == 3 and shape[2] > 1 else "")
+            what = "image" if key is None else f"{key!r}"
+            parts.append(f"{name} {shapes[name]}: the env's {size} {what} {how}, "
+                         f"{frames.stack} frame{'s' if frames.stack > 1 else ''}")
+        if self.vector_keys:
+            parts.append(f"{VECTOR} ({self.obs_spec.vector_size},): {numbers(self.obs_spec.vector_size)} of "
+                         f"{', '.join(map(repr, self.vector_keys))}")
+        return "; ".join(parts + mask_words(self.masks))
 
     def _space(self, key: str | None):
         return self.observation_space if key is None else self.observation_space.spaces[key]
@@ -272,9 +296,11 @@ class PixelEnv:
         return self._observe(obs, start=True)
 
     def reset(self) -> Obs:
-        """Start a new (seeded) episode. Returns obs, each image's first frame repeated."""
-        obs, _ = env_call(lambda: self.gym_env.reset(seed=self._seed))
-        self.action_space.seed(self._seed)
+        """Start a new episode, seeded anew at every reset (ResetSeeds). Returns obs, each image's first frame
+        repeated."""
+        seed = self.seeds.next()
+        obs, _ = env_call(lambda: self.gym_env.reset(seed=seed))
+        self.action_space.seed(seed)
         return self._start(obs)
 
     def step(self, action) -> tuple[Obs, float, bool, Episode | None]:

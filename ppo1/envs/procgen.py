@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from ppo1 import PPO1Error
-from ppo1.envs.base import Episode, VecEnv, env_call, load_gymnasium, seeded_envs
+from ppo1.envs.base import Episode, ResetSeeds, VecEnv, env_call, load_gymnasium, seeded_envs
 from ppo1.envs.family import Family
 from ppo1.observations import IMAGE, Obs, ObsSpec
 
@@ -84,11 +84,11 @@ class ProcgenEnv:
         levels = levels or ProcgenLevels()
         self.env_id = env_id
         self.levels = levels
-        self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
+        self.seeds = ResetSeeds(seed)
         try:
             self.gym_env = gymnasium.make(f"procgen_gym/procgen-{procgen_game(env_id)}-v0", num_levels=levels.num_levels,
                                           start_level=levels.start_level, distribution_mode=levels.distribution_mode,
-                                          rand_seed=self._seed)
+                                          rand_seed=self.seeds.first)
         except OSError as e:  # its C++ library loads with ctypes: a system library it links is missing
             raise PPO1Error(f"--env_name={env_id!r}: Procgen's game library cannot load ({e}); it needs the "
                             f"system's libGL and glib (Debian/Ubuntu: apt-get install libgl1 libglib2.0-0)") from None
@@ -107,7 +107,8 @@ class ProcgenEnv:
 
     def reset(self) -> Obs:
         """Start a new level. Returns obs: "image" (3, 64, 64) uint8."""
-        obs, info = env_call(lambda: self.gym_env.reset(seed=self._seed))
+        seed = self.seeds.next()  # a new level sequence at every reset after the first
+        obs, info = env_call(lambda: self.gym_env.reset(seed=seed))
         self.level_seed = int(info.get("level_seed", -1))  # the level being played (its seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return self._obs(obs)

@@ -17,10 +17,10 @@ import numpy as np
 
 from ppo1 import PPO1Error, error_line
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import (EnvDataError, Episode, VecEnv, checked_obs, checked_reward, env_call, load_gymnasium,
-                            offscreen, time_limit)
+from ppo1.envs.base import (EnvDataError, Episode, ResetSeeds, VecEnv, checked_obs, checked_reward, env_call,
+                            load_gymnasium, offscreen, time_limit)
 from ppo1.envs.family import Family
-from ppo1.envs.masks import ActionMasks, without_mask
+from ppo1.envs.masks import ActionMasks, mask_words, numbers, without_mask
 from ppo1.observations import ACTION_MASK, Obs, ObsSpec
 from ppo1.observations import VECTOR as VECTOR_ENTRY  # VECTOR here is the family
 
@@ -69,17 +69,24 @@ class GymEnv:
         self.num_actions = head_size(self.action_space)
         self.obs_spec = ObsSpec.of(vector=size, mask=self.masks.size if self.masks else 0)
         self._box = isinstance(self.action_space, gymnasium.spaces.Box)
-        self._seed = int(seed.generate_state(1)[0] % (2**31 - 1))
+        self.seeds = ResetSeeds(seed)
         self.max_episode_steps = max_episode_steps
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         self.cut_obs: Obs | None = None  # the last observation of an episode the last step cut
 
     def reset(self) -> Obs:
-        """Start a new (seeded) episode. Returns obs: "vector" (D,) float32 (and "action_mask" (A,) bool)."""
-        obs, _ = env_call(lambda: self.gym_env.reset(seed=self._seed))
-        self.action_space.seed(self._seed)
+        """Start a new episode, seeded anew at every reset (ResetSeeds). Returns obs: "vector" (D,) float32 (and
+        "action_mask" (A,) bool)."""
+        seed = self.seeds.next()
+        obs, _ = env_call(lambda: self.gym_env.reset(seed=seed))
+        self.action_space.seed(seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return self._checked(obs)
+
+    def reads(self) -> str:
+        """What the policy reads, in words (VecEnv.reads): the vector and the mask."""
+        size = self.obs_spec.vector_size
+        return "; ".join([f"{VECTOR_ENTRY} ({size},): the observation as {numbers(size)}", *mask_words(self.masks)])
 
     def _checked(self, obs) -> Obs:
         """The env's observation as the float32 vector (D,) of to_vector, checked against its space (EnvDataError),
