@@ -5,7 +5,7 @@ and assigned row by row as one array would be. Its `ObsSpec` says what each entr
 
     image   uint8 (C, H, W): frames for a CNN (Atari's "image" (4, 84, 84); a Dict's image entries by their keys)
     vector  float32 (D,): numbers for an MLP or beside the CNN's features ("vector": a vector env's observation,
-            or a Dict's other entries, Discrete / MultiDiscrete one-hot, ppo1.envs.vector.to_vector)
+            or a Dict's other entries, Discrete / MultiDiscrete one-hot, ppo1.envs.spaces.to_vector)
     mask    bool (A,): the valid actions (ACTION_MASK: a Dict's `action_mask` entry or the env's
             `action_masks()`), one per logit of the policy head (MultiDiscrete: the choices of each dimension
             one after another, as sb3-contrib's MaskablePPO takes them)

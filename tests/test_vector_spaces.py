@@ -1,5 +1,5 @@
 """Observations of the vector family besides a 1-D Box: Discrete, MultiDiscrete, MultiBinary and Tuples or Dicts of
-them reach the MLP as one float32 vector, a Discrete as its one-hot (ppo1.envs.vector.to_vector)."""
+them reach the MLP as one float32 vector, a Discrete as its one-hot (ppo1.envs.spaces.to_vector)."""
 import csv
 
 import gymnasium
@@ -10,7 +10,7 @@ import torch
 from conftest import TINY, run_cli
 from ppo1 import PPO1Error
 from ppo1.envs import EnvDataError, GymEnv, env_family, families, make_vec_env
-from ppo1.envs.vector import to_vector, vector_size
+from ppo1.envs.spaces import to_vector, vector_size
 from ppo1.policies import build
 
 spaces = gymnasium.spaces

@@ -118,6 +118,6 @@ class Families:
         for family in self._families:
             if family.observations is not None and family.observations(space):
                 return family
-        from ppo1.envs.vector import VECTORS
+        from ppo1.envs.spaces import VECTORS
         raise PPO1Error(f"--env_name={env_name!r} has observations {space}: ppo1 trains image observations (a Box "
                         f"of uint8, (H, W) or (H, W, C), or a Dict holding one) and vector observations ({VECTORS})")

@@ -11,7 +11,7 @@ read (ppo1.observations):
     images: the last --frame_stack frames, oldest first: (stack x channels, N, N) uint8, the first frame
             repeated at a start. One image (an image Box, --obs_key, or a Dict's only image) is the entry
             "image"; a Dict of several images gives one entry each, named by its key (each read by a CNN of its own)
-    vector: a Dict's other entries (Box, Discrete, MultiDiscrete, MultiBinary, as ppo1.envs.vector.to_vector:
+    vector: a Dict's other entries (Box, Discrete, MultiDiscrete, MultiBinary, as ppo1.envs.spaces.to_vector:
             one-hot where discrete), flattened in the Dict's order to the float32 entry "vector" (D,), which the
             CNN policy reads beside its image features (--no-obs_vectors: the images alone)
     mask:   an `action_mask` entry or an `action_masks()` method: the entry "action_mask" (ppo1.envs.masks)
@@ -35,7 +35,7 @@ from ppo1.actions import check_action_space, env_action, head_size
 from ppo1.envs.base import Episode, ResetSeeds, VecEnv, checked_obs, checked_reward, env_call, time_limit
 from ppo1.envs.family import Family
 from ppo1.envs.masks import ActionMasks, mask_words, numbers
-from ppo1.envs.vector import to_vector, vector_size
+from ppo1.envs.spaces import has_images, is_image_space, to_vector, vector_size
 from ppo1.envref import EnvRef
 from ppo1.observations import ACTION_MASK, IMAGE, VECTOR, Obs, ObsSpec
 
@@ -58,13 +58,6 @@ class Frames:
         --obs_vectors, --frame_upscale)."""
         return cls(config.frame_skip, config.frame_size, config.frame_gray, config.frame_stack, config.obs_key,
                    config.obs_vectors, config.frame_upscale)
-
-
-def is_image_space(space) -> bool:
-    """Whether a gymnasium space holds images ppo1 can train on: a Box of uint8, (H, W) or (H, W, C)."""
-    import gymnasium
-    return (isinstance(space, gymnasium.spaces.Box) and space.dtype == np.uint8 and len(space.shape) in (2, 3)
-            and min(space.shape) >= 1)
 
 
 def image_key(space, obs_key: str = "", env_name: str = "") -> str | None:
@@ -358,13 +351,6 @@ class VecPixels(VecEnv):
 
     def __init__(self, envs: list, remake=None):
         super().__init__(envs, remake)
-
-
-def has_images(space) -> bool:
-    """Image observations: an image Box, or a Dict holding one."""
-    import gymnasium
-    return is_image_space(space) or (isinstance(space, gymnasium.spaces.Dict)
-                                     and any(is_image_space(s) for s in space.spaces.values()))
 
 
 PIXELS = Family(
