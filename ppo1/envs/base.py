@@ -177,9 +177,10 @@ class VecEnv:
         self.restarts: list[Restart] = []  # every restart of this process so far, oldest first
         self.made = [0] * self.num_envs  # envs made before the current one in each place (restarts, resumes)
         self.crashed: set[int] = set()  # the envs the last step made anew (their entries of `cut`)
-        # the env call under way, (env index, "step" | "reset" | "make", time.monotonic() at its start), None
-        # between calls: read by the first Ctrl-C's line, the watchdog's and ppo1.envs.calls.CallTimer
-        self.calling: tuple[int, str, float] | None = None
+        # the env call under way, (env index, "step" | "reset" | "make", time.monotonic() at its start[, a reset's
+        # children.Started]), None between calls: read by the first Ctrl-C's line, the watchdog's and
+        # ppo1.envs.calls.CallTimer
+        self.calling: tuple | None = None
         # env index -> the child processes it started while made (seeded_envs) or reset (_reset): what
         # ppo1.envs.calls.CallTimer ends when a call of that env hangs
         self.started: dict[int, list[int]] = {}
@@ -200,9 +201,9 @@ class VecEnv:
 
     def _reset(self, i: int) -> Obs:
         """Reset env i; what it starts meanwhile (ViZDoom starts its engine at its first reset) joins `started`."""
-        self.calling = (i, "reset", time.monotonic())
         try:
             with recording() as new:
+                self.calling = (i, "reset", time.monotonic(), new)  # new.so_far(): what a hung reset started
                 obs = self.envs[i].reset()
         except EnvRaised as e:
             raise EnvCrash(e.error, e.trace, i, "reset") from None

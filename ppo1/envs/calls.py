@@ -1,9 +1,10 @@
 """Where a rank waits in its envs. VecEnv.calling is (env index, "step" | "reset" | "make", its start on
-time.monotonic) while an env's call runs, None between calls: the first Ctrl-C's line and the watchdog's name
-it, and a CallTimer ends the processes an env started while made or reset (VecEnv.started: ViZDoom's engine,
-which starts at the first reset, an emulator server) when its step or reset runs past --env_step_timeout, so the
-env's blocking read fails, its step raises and VecEnv.restart makes it anew. One long-lived thread reads the slot:
-the step itself pays for a tuple and a clock read only."""
+time.monotonic[, for a reset: the processes it has started so far, a children.Started]) while an env's call runs,
+None between calls: the first Ctrl-C's line and the watchdog's name it, and a CallTimer ends the processes an env
+started while made or reset (VecEnv.started: ViZDoom's engine, which starts at the first reset, an emulator
+server), and those of a reset still under way, when its step or reset runs past --env_step_timeout, so the env's
+blocking read fails, its step raises and VecEnv.restart makes it anew. One long-lived thread reads the slot: the
+step itself pays for a tuple and a clock read only."""
 from __future__ import annotations
 
 import os
@@ -64,7 +65,7 @@ class CallTimer(Ticker):
         self._handled = slot
         if venv.calling is not slot:
             return False  # the call returned meanwhile
-        ended = self._end(venv.started.get(slot[0], []))
+        ended = self._end([*venv.started.get(slot[0], []), *(slot[3].so_far() if len(slot) > 3 else [])])
         where = f"ppo1: warning: rank {self.rank}: {describe(slot)} ran past --env_step_timeout {self.timeout:g} s"
         if ended:
             self._say(f"{where}: ended the {len(ended)} process(es) it started (pid {', '.join(map(str, ended))}), "

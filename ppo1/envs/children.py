@@ -128,14 +128,25 @@ def _parent(pid: int) -> int:
         return 0
 
 
+class Started(list):
+    """The child processes this process starts in a `recording()` body (an env's engine or emulator server: what
+    ppo1.envs.calls.CallTimer ends when a call of that env hangs): the list, filled once the body has run, and
+    `so_far()`, those started since it began, for a watcher while it runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.before = direct_children()
+
+    def so_far(self) -> list[int]:
+        return sorted(direct_children() - self.before)
+
+
 @contextlib.contextmanager
 def recording():
-    """Yields a list that holds, once the body has run, the child processes this process started in it (an
-    env's engine or emulator server: what ppo1.envs.calls.CallTimer ends when a call of that env hangs)."""
-    before = direct_children()
-    started: list[int] = []
+    """Yields a Started, filled with the child processes this process started in the body once it has run."""
+    started = Started()
     yield started
-    started.extend(sorted(direct_children() - before))
+    started.extend(started.so_far())
 
 
 def end(pids) -> list[int]:
