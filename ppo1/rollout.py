@@ -280,31 +280,46 @@ class Collector:
         seg.actions[t], seg.logp[t], seg.values[t], memory = self.act(seg.obs[t], self.memory)
         mid = clock.now()
         try:
-            obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
+            done = self.venv.step(seg.actions[t])
         except PPO1Error:  # an env that crashed (EnvCrash), its data (EnvDataError), or a family's own line
             raise
         except Exception as e:  # ppo1's own code: one line, its traceback kept (EnvRestarts)
             raise EnvCrash(e, traceback.format_exc(), ours=True) from None
-        self.obs[:] = obs
-        seg.episodes.extend(episodes)
+        self.obs[:] = done.obs
+        seg.rewards[t], seg.dones[t] = done.rewards, done.dones
+        seg.episodes.extend(done.episodes)
         end = clock.now()
         clock.add("inference", mid - start)
         clock.add("env", end - mid)
-        seg.weights[t, sorted(self.venv.crashed)] = 0.0  # a step that never ran: nothing learns from its sample
-        if self.venv.cut:  # episodes cut by a time limit: the value of their last observation
-            self._value_cut(t, memory)
+        seg.weights[t, sorted(done.crashed)] = 0.0  # a step that never ran: nothing learns from its sample
+        if done.cut:  # episodes cut by a time limit: the value of their last observation
+            self._value_cut(t, memory, done.cut)
         self._carry(memory, seg.dones[t])
 
-    def _value_cut(self, t: int, memory: torch.Tensor | None) -> None:
-        """seg.cut_values[t] of the envs whose episode a time limit cut at step t (venv.cut: their last
-        observations), valued from `memory`, the policy's after step t. An env that crashed in step t (in
-        venv.cut too) has none: that step never ran (weight 0), its episode ends at s_t, and step t - 1
-        bootstraps from V(s_t | h_t), the rollout's value of it (advantages.gae, `live`)."""
-        envs = sorted(set(self.venv.cut) - self.venv.crashed)
-        if envs:
-            with self.profile.timer("inference"):
-                self.seg.cut_values[t, envs] = self.value(Obs.stack([self.venv.cut[i] for i in envs]),
-                                                          self._memory_of(memory, envs))
+    def _value_cut(self, t: int, memory: torch.Tensor | None, cut: dict[int, Obs]) -> None:
+        """seg.cut_values[t] of the envs whose episode a time limit cut at step t (`cut`: their last
+        observations, Stepped.cut), valued from `memory`, the policy's after step t. An env that crashed in step t
+        is not among them: that step never ran (weight 0), its episode ends at s_t, and step t - 1 bootstraps
+        from V(s_t | h_t), the rollout's value of it (advantages.gae, `live`)."""
+        envs = sorted(cut)
+        with self.profile.timer("inference"):
+            self.seg.cut_values[t, envs] = self.value(Obs.stack([cut[i] for i in envs]), self._memory_of(memory, envs))
+
+    with_games = True  # a part of a rank's state (ppo1.checkpoint.RankParts): its memory goes on with the games
+
+    def resume_from(self, obs: Obs) -> None:
+        """Go on from the envs' observations `obs` (k, ...) (restored from a checkpoint, or of envs made anew)."""
+        self.obs[:] = obs
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps of the collector: the policy's memory of each env (k, memory_size) on the CPU,
+        None for a feed-forward policy (on disk under "rnn_state", its name in checkpoints since format 1)."""
+        return {"rnn_state": None if self.memory is None else self.memory.detach().cpu().clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """The memory of `state_dict()`, where it holds one (else the memory stays zeros)."""
+        if self.memory is not None and state.get("rnn_state") is not None:
+            self.memory.copy_(state["rnn_state"])
 
     def _before_act(self, t: int) -> None:
         """Before step t's action: a feed-forward policy keeps nothing."""
