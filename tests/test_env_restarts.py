@@ -200,7 +200,7 @@ def test_env_restart_window_counts_only_the_restarts_of_its_last_iterations():
     from ppo1 import PPO1Error
     from ppo1.config import Config
     from ppo1.distributed import Comm
-    from ppo1.train import Trainer
+    from ppo1.trainer import Trainer
     whole = Trainer(Config.for_preset(env_name="CartPole-v1", env_restarts=2), Comm())
     window = Trainer(Config.for_preset(env_name="CartPole-v1", env_restarts=2, env_restart_window=100), Comm())
     for trainer in (whole, window):

@@ -189,7 +189,7 @@ def test_a_resume_without_its_games_starts_each_env_from_zeros_with_new_seeds(tm
     from ppo1.config import Config
     from ppo1.distributed import Comm
     from ppo1.envs.base import env_seed
-    from ppo1.train import Trainer, train
+    from ppo1.trainer import Trainer, train
     cfg = Config.for_preset("fast" if "model_type" in env else "ppo_lstm", **env, rnn="gru", rnn_size=16,
                             norm_reward=True, envs_per_rank=2, timesteps_per_actorbatch=16, optim_batchsize=16,
                             optim_epochs=1, env_steps=64, num_threads=1, checkpoint_dir=str(tmp_path), model_name="r")
