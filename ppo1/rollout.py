@@ -168,7 +168,8 @@ class RecurrentBatch(Batch):
 class Segment:
     """T steps of k actors. dones[t] is True when step t ended the agent's episode."""
 
-    obs: Obs                # (T, k, ...) each entry: observation before step t (Atari: "image" (T, k, 4, 84, 84))
+    obs: Obs                # (T + 1, k, ...) each entry: row t the observation before step t, row T the one after
+    #                         the last step (Atari: "image" (T + 1, k, 4, 84, 84)); the envs write each row t + 1
     actions: np.ndarray     # (T, k) int64 (Discrete), (T, k, A) float32 (Box) or (T, k, dims) int64 (MultiDiscrete)
     logp: np.ndarray        # (T, k) float32: log pi_old(a_t | s_t)
     values: np.ndarray      # (T, k) float32: V_old(s_t)
@@ -183,6 +184,12 @@ class Segment:
     weights: np.ndarray | None = None     # (T, k) float32: 0 where env i crashed in step t (made anew: the step
     #                                       never ran, no loss learns from its sample), else 1; None: all 1
 
+    @property
+    def step_obs(self) -> Obs:
+        """(T, k, ...) each entry: the observations the T steps acted on (obs without the row after the last step;
+        a view)."""
+        return self.obs[:len(self.rewards)]
+
     def _samples(self, layout: Callable, device: torch.device, standardize_adv: bool) -> dict:
         """The per-sample fields of a Batch, each (T, k, ...) flattened by `layout` (time_major, env_major)
         onto `device`; frames laid out once here for the convolutions (frame_layout), not in each forward."""
@@ -191,7 +198,7 @@ class Segment:
         adv = self.advantages.reshape(n)
         if standardize_adv:  # over the samples the losses learn from
             adv = standardize(adv, None if weights is None else weights.reshape(n))
-        obs = self.obs.map(lambda x: layout(x, device))
+        obs = self.step_obs.map(lambda x: layout(x, device))
         return dict(obs=obs.map(lambda x: frame_layout(x) if x.dim() == 4 else x), actions=layout(self.actions, device),
                     logp=layout(self.logp, device), adv=layout(adv.reshape(self.rewards.shape), device),
                     returns=layout(self.returns, device), values=layout(self.values, device),
@@ -233,16 +240,16 @@ class Collector:
         restored); device: where `policy` is (one batched transfer each way per step when not the CPU);
         profile: where the seconds stepping envs ("env") and in forward passes ("inference") add up."""
         self.venv, self.policy, self.T = venv, policy, horizon
-        self.obs = obs.copy()  # (k, ...): the next observation
-        self.act = batched_act(policy, device, self.obs)  # (k, ...), memory -> numpy (actions, logp, values), memory
         self.seg = self._segment(horizon, venv.num_envs)
+        self.seg.obs[horizon] = obs  # between calls the segment's last row holds the envs' observations now
+        self.act = batched_act(policy, device, obs)  # (k, ...), memory -> numpy (actions, logp, values), memory
         self.profile = profile or Profile()
         self.device = device
 
     def _buffers(self, horizon: int, k: int) -> dict:
         """A Segment's arrays for T = horizon steps of k envs, zeros."""
         policy = self.policy
-        return dict(obs=self.venv.obs_spec.zeros(horizon, k),
+        return dict(obs=self.venv.obs_spec.zeros(horizon + 1, k),
                     actions=np.zeros((horizon, k, *policy.action_shape), policy.action_dtype),
                     logp=np.zeros((horizon, k), np.float32), values=np.zeros((horizon, k), np.float32),
                     rewards=np.zeros((horizon, k), np.float32), dones=np.zeros((horizon, k), bool),
@@ -262,30 +269,30 @@ class Collector:
     def collect(self) -> Segment:
         """Run the policy for T steps in every env. Returns the (reused) Segment buffer."""
         seg = self.seg
+        seg.obs[0] = seg.obs[self.T]  # the last segment's last observation is this one's first
         seg.episodes, seg.advantages, seg.returns = [], None, None
         seg.cut_values[:] = 0.0
         seg.weights[:] = 1.0
         for t in range(self.T):
             self._step(t)
         with self.profile.timer("inference"):  # the bootstrap V(s_T): no action drawn for it
-            seg.last_value[:] = self.value(self.obs, self.memory)
+            seg.last_value[:] = self.value(seg.obs[self.T], self.memory)
         return seg
 
     def _step(self, t: int) -> None:
-        """Step t of the segment: the policy acts on the envs' observations, the envs step."""
+        """Step t of the segment: the policy acts on the envs' observations (row t), the envs step, writing the
+        observations after it into row t + 1."""
         seg, clock = self.seg, self.profile
-        seg.obs[t] = self.obs
         self._before_act(t)
         start = clock.now()
         seg.actions[t], seg.logp[t], seg.values[t], memory = self.act(seg.obs[t], self.memory)
         mid = clock.now()
         try:
-            done = self.venv.step(seg.actions[t])
+            done = self.venv.step(seg.actions[t], out=seg.obs[t + 1])
         except PPO1Error:  # an env that crashed (EnvCrash), its data (EnvDataError), or a family's own line
             raise
         except Exception as e:  # ppo1's own code: one line, its traceback kept (EnvRestarts)
             raise EnvCrash(e, traceback.format_exc(), ours=True) from None
-        self.obs[:] = done.obs
         seg.rewards[t], seg.dones[t] = done.rewards, done.dones
         seg.episodes.extend(done.episodes)
         end = clock.now()
@@ -307,9 +314,14 @@ class Collector:
 
     with_games = True  # a part of a rank's state (ppo1.checkpoint.RankParts): its memory goes on with the games
 
+    @property
+    def obs(self) -> Obs:
+        """(k, ...) the envs' observations now, which the next step acts on (a view of the segment's last row)."""
+        return self.seg.obs[self.T]
+
     def resume_from(self, obs: Obs) -> None:
         """Go on from the envs' observations `obs` (k, ...) (restored from a checkpoint, or of envs made anew)."""
-        self.obs[:] = obs
+        self.seg.obs[self.T] = obs
 
     def state_dict(self) -> dict:
         """What a checkpoint keeps of the collector: the policy's memory of each env (k, memory_size) on the CPU,

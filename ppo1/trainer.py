@@ -286,7 +286,7 @@ class Trainer:
         """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch.
         Returns this rank's statistics: the update's means and the value function's explained variance."""
         self.wd.phase = "observation statistics allreduce"
-        moved = self.policy.observe(seg.obs, self.comm.sum)  # baselines: before the epochs
+        moved = self.policy.observe(seg.step_obs, self.comm.sum)  # baselines: before the epochs
         self.wd.phase = "gradient allreduce"
         with self.profile.timer("update"):
             batch = seg.batch(self.device, self.rng, standardize_adv=self.config.adv_norm == "batch")
