@@ -144,7 +144,6 @@ class Trainer:
             self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank, EnvOptions.of(cfg),
                                      self.spares)
             self.calls.watch(self.venv)
-            self.venv.mend_with(self.restarts)  # --env_restarts: an env whose step raises is made anew
             obs = self.venv.reset()  # an env that refuses its first observations (a bad mask) is a refused set-up
             check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs_spec.nbytes(),
                                comm.local_size)
@@ -196,8 +195,8 @@ class Trainer:
 
     def resume(self, saved: TrainState | None, path: str | None, obs: Obs) -> None:
         """Collective: this run's TrainState, from `saved` when there is one (model, optimizer and
-        counters; every rank's RNGs and games when it ran on as many ranks), then rank 0's parameters
-        everywhere; then the loop's collector, logs and clocks. `obs`: the envs' first observations (setup)."""
+        counters; every rank's parts, rank_parts, when it ran on as many ranks), then rank 0's parameters
+        everywhere; then the loop's logs and clocks. `obs`: the envs' first observations (setup)."""
         cfg, comm = self.config, self.comm
         # model, optimizer and ranks: filled at each save
         nvec = action_nvec(self.venv.action_space)
@@ -205,6 +204,7 @@ class Trainer:
                                 n_actors=self.n_actors, obs_spec=self.venv.obs_spec.to_list(),
                                 action_nvec=None if nvec is None else list(nvec),
                                 model_io=ModelIO.of(self.venv.action_space, self.venv.stacked))
+        self.venv.mend_with(self.restarts)  # --env_restarts: an env whose step raises is made anew
         self.collector = make_collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
                                         self.profile, cfg.seq_len())
         self.rank_parts = RankParts(rngs=RankRngs(self.rng, self.device), envs=self.venv, restarts=self.restarts,
@@ -411,7 +411,7 @@ class Trainer:
         """Collective: rank 0 writes a checkpoint of every rank's state. Returns the error, if any."""
         comm, state = self.comm, self.state
         self.wd.phase = "checkpoint gather"
-        norm = self.reward_norm  # --norm_reward: its statistics (rank 0's = every rank's; each rank's returns: rank_parts)
+        norm = self.reward_norm  # --norm_reward: its statistics, rank 0's = every rank's (the returns: rank_parts)
         ranks = comm.gather(self.rank_parts.state_dict())
         problem = None
         if comm.is_root:
