@@ -23,7 +23,7 @@ from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, Spares, make_vec_env
 from ppo1.envs.calls import CallTimer
-from ppo1.evaluation import Evaluation
+from ppo1.evaluation import BestSoFar, Evaluation
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.observations import Obs
@@ -61,7 +61,7 @@ class Trainer:
         self.restarts = EnvRestarts(config.env_restarts, config.env_restart_window, comm.rank, config.run_dir)
         self.calls = CallTimer(config.env_step_timeout, comm.rank)  # --env_step_timeout; setup gives it the envs
         self.evaluation: Evaluation | None = None  # --eval_interval: this rank's evaluation envs
-        self.best: dict | None = None  # rank 0: best.pt's evaluation record (score, iteration), None before one
+        self.best = BestSoFar(config.run_dir)  # rank 0: the best evaluation so far and best.pt
         self.wandb: WandbLog | None = None  # --wandb: rank 0's W&B run (None elsewhere, or when it did not start)
 
     def run(self) -> dict:
@@ -158,7 +158,7 @@ class Trainer:
                                                cfg.adam_epsilon)
             if comm.is_root:
                 saved, path = self._newest_checkpoint()
-                self._best_so_far()
+                self.best.load(self.log, say_score=bool(cfg.eval_interval))
             if cfg.eval_interval:  # made once, here: an env that cannot be made stops the run before any work
                 self.evaluation = Evaluation(cfg, comm, saved.iteration if saved is not None else 0)
         except PPO1Error as e:
@@ -172,15 +172,6 @@ class Trainer:
                 self.lock.abandon()
             raise
         return (*comm.bcast((saved, path)), obs)
-
-    def _best_so_far(self) -> None:
-        """Rank 0: the score of the run's best.pt, so that a resumed run replaces it only with a better one."""
-        self.best, problem = checkpoint.best_record(self.config.run_dir)
-        if problem:
-            self.log(f"ppo1: warning: {problem}; the next evaluation replaces it")
-        elif self.best is not None and self.config.eval_interval:
-            self.log(f"ppo1: best evaluation so far: score {self.best['score']:.2f} at iteration "
-                     f"{self.best['iteration']} ({checkpoint.BEST})")
 
     def _newest_checkpoint(self) -> tuple[TrainState | None, str | None]:
         """Rank 0: the newest checkpoint that resumes and fits this run, or (None, None). Raises PPO1Error."""
@@ -349,26 +340,8 @@ class Trainer:
             return
         self.recorder.record(**row)
         line = self.evaluation.line(state.iteration, state.timesteps, row)
-        score = float(row["eval_return_mean"])
-        if self.best is None or score > self.best["score"]:
-            line += self._save_best(score)
-        elif self.best is not None:
-            line += f"; best {self.best['score']:.2f} (iteration {self.best['iteration']})"
-        self.log(line)
-
-    def _save_best(self, score: float) -> str:
-        """Rank 0: write the policy as best.pt with its evaluation's record. Returns what the console line adds; a
-        best.pt that cannot be written is a warning there (the previous one is intact, and stays the best)."""
-        cfg, state = self.config, self.state
-        record = {"score": score, "iteration": state.iteration, "timesteps": state.timesteps,
-                  "games": cfg.eval_episodes, "greedy": cfg.eval_greedy}
-        best = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()), best=record)
-        try:
-            path = checkpoint.save_best(cfg.run_dir, best)
-        except checkpoint.CheckpointWriteError as e:
-            return f"; warning: the new best not written ({e}); the previous {checkpoint.BEST} is intact"
-        self.best = record
-        return f"; new best -> {path}"
+        self.log(line + self.best.offer(float(row["eval_return_mean"]), state,  # the model copied for a new best only
+                                        lambda: devices.to_cpu(self.policy.state_dict()), self.config))
 
     def stop_reason(self, stop: StopRequest) -> str | None:
         """Collective: why training stops after this iteration (a signal on any rank, --stop_after_iterations), or

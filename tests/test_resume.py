@@ -200,7 +200,7 @@ def test_a_resume_without_its_games_starts_each_env_from_zeros_with_new_seeds(tm
     trainer = Trainer(cfg, Comm(), log=lambda *a: None)
     trainer.resume(*trainer.setup())
     try:
-        assert not trainer.collector.memory.any() and not trainer.reward_norm.ret.any()
+        assert not trainer.collector.memory.any() and not trainer.reward_norm.returns.g.any()
         assert trainer.venv.made == [1, 1]  # the second env made in each place, with its own seed
         assert [e.seeds.first for e in trainer.venv.envs] == [
             int(env_seed(cfg.seed, 0, i, 1).generate_state(1)[0] % (2**31 - 1)) for i in range(2)]
