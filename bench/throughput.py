@@ -1,6 +1,6 @@
 """Throughput of ppo1's real training loop on this machine: `python -m bench.throughput [--preset P]`.
 
-Each training scenario runs `mpirun -np R python -m bench.worker` (the real `ppo1.train.train`, a
+Each training scenario runs `mpirun -np R python -m bench.worker` (the real `ppo1.trainer.train`, a
 fresh run in a temporary checkpoint dir, no intermediate checkpoints) for `--warmup` + `--iterations`
 iterations and reports, over the timed iterations only:
 

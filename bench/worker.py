@@ -1,6 +1,6 @@
 """One timed training run: `mpirun -np R python -m bench.worker SPEC.json OUT.json`.
 
-Runs the real training loop (`ppo1.train.train`, fresh, in the spec's checkpoint dir) for
+Runs the real training loop (`ppo1.trainer.train`, fresh, in the spec's checkpoint dir) for
 `warmup + iterations` iterations, then gathers from every rank its peak RSS, CPU time, torch threads
 the seconds it spent in gradient allreduces during the timed iterations, and the time of one
 allreduce of the gradient buffer when no rank has to wait for another. Rank 0 writes them
@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
     comm = TimedComm.create()  # Comm.create builds cls
-    from ppo1.train import train  # after MPI is up
+    from ppo1.trainer import train  # after MPI is up
 
     try:
         config = Config(**spec["config"]).validate()

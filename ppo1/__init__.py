@@ -5,9 +5,6 @@
 `import ppo1` alone loads nothing heavy: Config, train and play are imported on first use.
 """
 
-import sys
-import types
-
 __version__ = "0.1.0"
 
 __all__ = ["Config", "PPO1Error", "TrainResult", "play", "train"]
@@ -41,19 +38,3 @@ def __getattr__(name: str):
         from ppo1 import api
         return getattr(api, name)
     raise AttributeError(f"module 'ppo1' has no attribute {name!r}")
-
-
-class _Package(types.ModuleType):
-    """`ppo1.train` and `ppo1.play` stay the API's functions after the modules of the same names load.
-
-    Importing a submodule sets it as an attribute of its package: without this class, once a run has loaded
-    ppo1/train.py, `from ppo1 import train` (a notebook cell run again) gives the module instead of the function. The
-    modules stay importable by their full names (`from ppo1.train import Trainer`, importlib)."""
-
-    def __setattr__(self, name: str, value) -> None:
-        if name in ("train", "play") and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

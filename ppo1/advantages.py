@@ -61,6 +61,24 @@ def shape_rewards(rewards: np.ndarray, sign: bool, scale: float) -> np.ndarray:
     return ((np.sign(rewards) if sign else rewards) * scale).astype(np.float32)
 
 
+class RunningReturns:
+    """--norm_reward: the running discounted return G (k,) float64 of each of a rank's envs (running_returns
+    updates it in place), a part of the rank's state that goes on with its games (ppo1.checkpoint.RankParts)."""
+
+    with_games = True
+
+    def __init__(self, num_envs: int):
+        self.g = np.zeros(num_envs, np.float64)
+
+    def state_dict(self) -> dict:
+        """{"reward_ret": G (k,)}, the key checkpoints have always used."""
+        return {"reward_ret": torch.from_numpy(self.g.copy())}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("reward_ret") is not None:
+            self.g[:] = state["reward_ret"].numpy()
+
+
 class RewardNormalizer:
     """--norm_reward (the Procgen paper; baselines VecNormalize(ob=False)): rewards divided by the
     standard deviation of the actors' running discounted returns G (running_returns), clipped to
@@ -68,13 +86,13 @@ class RewardNormalizer:
     process of all the actors would have) and updated once per iteration with the segment's T x k
     returns before its rewards are scaled (baselines updates them at every step).
 
-    `state_dict()` / `load_state_dict()`: the statistics (checkpointed with the run); `ret` (k,) is
-    the rank's running returns (checkpointed with the rank's games).
+    `state_dict()` / `load_state_dict()`: the statistics (checkpointed with the run); `returns` holds the
+    rank's running returns (checkpointed with the rank's games: RunningReturns).
     """
 
     def __init__(self, num_envs: int, gamma: float, clip: float = 10.0, epsilon: float = 1e-8):
         self.gamma, self.clip, self.epsilon = gamma, clip, epsilon
-        self.ret = np.zeros(num_envs, np.float64)
+        self.returns = RunningReturns(num_envs)
         self.stats = np.array([0.0, 0.0, 1e-4])  # sum, sum of squares, count of the returns G
 
     def std(self) -> float:
@@ -86,7 +104,7 @@ class RewardNormalizer:
     def __call__(self, rewards: np.ndarray, dones: np.ndarray, allreduce_sum=None) -> np.ndarray:
         """Scaled rewards (T, k) float32 for a segment's raw rewards and dones (T, k); `allreduce_sum`
         sums a float64 array over ranks (Comm.sum)."""
-        g = running_returns(rewards, dones, self.ret, self.gamma)
+        g = running_returns(rewards, dones, self.returns.g, self.gamma)
         local = np.array([g.sum(), np.square(g).sum(), g.size], np.float64)
         self.stats = self.stats + (allreduce_sum(local) if allreduce_sum else local)
         return np.clip(rewards / self.std(), -self.clip, self.clip).astype(np.float32)

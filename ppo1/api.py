@@ -49,7 +49,7 @@ def train(config: Config | None = None, *, fresh: bool = False, stop_after_itera
     if config is not None and settings:
         raise PPO1Error(f"give train() a Config or settings, not both (got {sorted(settings)})")
     from ppo1.envs import Spares
-    from ppo1.train import Trainer
+    from ppo1.trainer import Trainer
 
     comm = _comm()
     spares = Spares()  # the env made to learn the family of a new run's env: its first training env
@@ -74,7 +74,7 @@ def play(model_name: str = Config.model_name, checkpoint_dir: str = Config.check
     from argparse import Namespace
 
     from ppo1.cli import build_config
-    from ppo1.play import play as play_games
+    from ppo1.player import play as play_games
 
     given = {"model_name": model_name, "checkpoint_dir": checkpoint_dir}
     config = build_config(Namespace(**given))  # the run's config.json, as --mode play reads it

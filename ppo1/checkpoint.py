@@ -202,45 +202,57 @@ def resolve(run_dir: str, which: str) -> tuple[TrainState, str]:
     return load(which), which
 
 
-@dataclasses.dataclass
-class RankState:
-    """One rank's random generators and games: what a resume on the same number of ranks restores. Its envs'
-    recurrent states and running returns are restored only with their games (`envs`); the envs' made counts
-    and the restarts' iterations always (a resume without games makes its envs with the next seeds)."""
+class RankRngs:
+    """A rank's random generators as a part of its state (RankParts): torch's, the CUDA one where actions are
+    sampled on a GPU, Python's, and `rng`, the numpy Generator that shuffles the minibatches."""
 
-    torch_rng: torch.Tensor
-    np_rng: dict                       # numpy Generator.bit_generator.state (shuffles the minibatches)
-    py_rng: Any                        # random.getstate()
-    envs: Any                          # VecEnv.get_state(): emulator states, frame stacks, episode counters
-    cuda_rng: torch.Tensor | None = None  # the CUDA generator where actions are sampled on a GPU
-    reward_ret: torch.Tensor | None = None  # --norm_reward: the rank's running discounted returns (k,)
-    rnn_state: torch.Tensor | None = None  # --rnn: the policy's memory of each env (k, memory_size), on the CPU
-    env_made: list[int] | None = None  # VecEnv.made: envs made before the current one in each place
-    restarts: list[int] | None = None  # the iterations in which this rank made an env anew (--env_restarts)
+    with_games = False
 
-    @classmethod
-    def capture(cls, rng: np.random.Generator, venv, device: torch.device, reward_ret: np.ndarray | None = None,
-                rnn_state: torch.Tensor | None = None, restarts: list[int] | None = None) -> "RankState":
-        return cls(torch.get_rng_state(), rng.bit_generator.state, random.getstate(), venv.get_state(),
-                   devices.rng_state(device), None if reward_ret is None else torch.from_numpy(reward_ret.copy()),
-                   None if rnn_state is None else rnn_state.detach().cpu().clone(), list(venv.made),
-                   list(restarts or []))
+    def __init__(self, rng: np.random.Generator, device: torch.device):
+        self.rng, self.device = rng, device
 
-    def restore(self, rng: np.random.Generator, venv, device: torch.device) -> np.ndarray | None:
-        """Put the generators and games back. Returns the envs' observations, None if none were saved."""
-        torch.set_rng_state(self.torch_rng)
-        rng.bit_generator.state = self.np_rng
-        random.setstate(self.py_rng)
-        devices.set_rng_state(device, self.cuda_rng)
-        return venv.set_state(self.envs) if self.envs is not None else None
+    def state_dict(self) -> dict:
+        return {"torch_rng": torch.get_rng_state(), "np_rng": self.rng.bit_generator.state,
+                "py_rng": random.getstate(), "cuda_rng": devices.rng_state(self.device)}
 
-    def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # no deep copies
+    def load_state_dict(self, state: dict) -> None:
+        torch.set_rng_state(state["torch_rng"])
+        self.rng.bit_generator.state = state["np_rng"]
+        random.setstate(state["py_rng"])
+        devices.set_rng_state(self.device, state.get("cuda_rng"))
 
-    @classmethod
-    def from_dict(cls, data: dict) -> "RankState":
-        return cls(data["torch_rng"], data["np_rng"], data["py_rng"], data["envs"], data.get("cuda_rng"),
-                   data.get("reward_ret"), data.get("rnn_state"), data.get("env_made"), data.get("restarts"))
+
+class RankParts:
+    """The parts of one rank that hold per-rank state, by name (its RNGs, envs, env restarts, the collector's
+    memory, the reward normaliser's running returns): each saves and loads its own with `state_dict()` /
+    `load_state_dict()`, as nn.Module does. A checkpoint's entry of the rank is the union of their dicts, each
+    part owning its keys (those checkpoints have always had). A part whose `with_games` is True lives with the
+    envs' games and is loaded only when they go on: a part (the envs) whose load returns False says they do not."""
+
+    def __init__(self, **parts):
+        """parts: name -> the part, None for one this run has not (left out); loaded in this order."""
+        self.parts = {name: part for name, part in parts.items() if part is not None}
+
+    def state_dict(self) -> dict:
+        data: dict = {}
+        for name, part in self.parts.items():
+            own = part.state_dict()
+            if set(own) & set(data):
+                raise ValueError(f"rank part {name!r} saves keys {sorted(set(own) & set(data))} another part saves")
+            data.update(own)
+        return data
+
+    def load_state_dict(self, data: dict) -> bool:
+        """Load every part from a rank's entry `data`; those `with_games` only when the games go on. Returns
+        whether they go on."""
+        games = True
+        for part in self.parts.values():
+            if not part.with_games and part.load_state_dict(data) is False:
+                games = False
+        for part in self.parts.values():
+            if part.with_games and games:
+                part.load_state_dict(data)
+        return games
 
 
 @dataclasses.dataclass
@@ -265,7 +277,7 @@ class TrainState:
     recent: collections.deque = dataclasses.field(default_factory=lambda: collections.deque(maxlen=RECENT))
     optimizer: dict | None = None      # state dict, CPU tensors
     n_ranks: int | None = None
-    ranks: list[dict] | None = None    # RankState.to_dict() of every rank, in rank order
+    ranks: list[dict] | None = None    # RankParts.state_dict() of every rank, in rank order
     reward_norm: dict | None = None    # --norm_reward: RewardNormalizer.state_dict() (the same on every rank)
     action_nvec: list[int] | None = None  # MultiDiscrete / MultiBinary: the choices per action dimension (else None)
     best: dict | None = None  # best.pt: its evaluation {"score", "iteration", "timesteps", "games", "greedy"}
@@ -315,9 +327,9 @@ class TrainState:
         m = self.model_io
         return self.observations(), ModelIO.space(m["actions"], self.num_actions, self.action_nvec), m["stacked"]
 
-    def rank(self, r: int) -> RankState:
-        """Rank r's saved generators and games."""
-        return RankState.from_dict(self.ranks[r])
+    def rank(self, r: int) -> dict:
+        """Rank r's saved state (RankParts.state_dict()): its generators, games, restarts, memory, returns."""
+        return self.ranks[r]
 
     def record(self, log) -> None:
         """The run's counters and the last RECENT games' mean return and length, into a metrics.Recorder."""

@@ -243,7 +243,7 @@ def _plot(module, args: argparse.Namespace, config: Config, comm, spares) -> int
 
 # --mode: its module (imported before MPI starts: a library it needs that is missing fails every rank alike) and
 # what runs it, given the module, the flags, the agreed Config, the Comm and the Spares. Returns the exit status.
-MODES = {"train": ("ppo1.train", _train), "play": ("ppo1.play", _play), "movie": ("ppo1.movie", _movie),
+MODES = {"train": ("ppo1.trainer", _train), "play": ("ppo1.player", _play), "movie": ("ppo1.movie", _movie),
          "plot": ("ppo1.plot", _plot)}
 
 

@@ -17,8 +17,8 @@ MODEL_TYPES = ("small", "large", "impala", "mlp")
 INITS = ("normc", "orthogonal")
 ADV_NORMS = ("batch", "minibatch")
 PRECISIONS = ("fp32", "bf16", "auto")
-RNN_CHOICES = ("none", "lstm", "gru")
-RNN_CRITICS = ("shared", "separate")
+RNN_CHOICES = ("none", "lstm", "gru")  # --rnn: no recurrent core, or the kind of the policy's (policies.RecurrentCore)
+RNN_CRITICS = ("shared", "separate")  # --rnn_critic: the value head reads the policy's core, or a core of its own
 AUTO_BPTT = 32  # --bptt_len 0: the largest divisor of T up to this (T itself when T <= AUTO_BPTT) ...
 MIN_AUTO_BPTT = 8  # ... and from this: shorter chunks cut backprop through time short, so only on request
 FRAME_NORMS = ("scale", "center")

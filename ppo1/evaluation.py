@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error
+from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvOptions, Episode, make_eval_env
@@ -131,3 +131,39 @@ class Evaluation:
         for games in self.sets:
             games.env.close()
         self.sets = []
+
+
+class BestSoFar:
+    """Rank 0: the run's best evaluation so far, its one owner: `record` (best.pt's: score, iteration, timesteps,
+    games, greedy; None before one), read from the run's best.pt at set-up (load) and replaced, with best.pt, by an
+    evaluation that beats it (offer)."""
+
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        self.record: dict | None = None
+
+    def load(self, log: Callable[[str], None], say_score: bool) -> None:
+        """Read best.pt's record, so that a resumed run replaces it only with a better one; a best.pt that does not
+        load is a warning (the next evaluation replaces it); `say_score`: a line with the score so far."""
+        self.record, problem = checkpoint.best_record(self.run_dir)
+        if problem:
+            log(f"ppo1: warning: {problem}; the next evaluation replaces it")
+        elif self.record is not None and say_score:
+            log(f"ppo1: best evaluation so far: score {self.record['score']:.2f} at iteration "
+                f"{self.record['iteration']} ({checkpoint.BEST})")
+
+    def offer(self, score: float, state, model: Callable[[], dict], config: Config) -> str:
+        """An evaluation of `score` after the iteration of `state` (a TrainState): where it beats the best so far,
+        the policy (`model()`, its state dict on the CPU) written as best.pt with its record. Returns what the
+        console line adds; a best.pt that cannot be written is a warning there (the previous one is intact, and
+        stays the best)."""
+        if self.record is not None and not score > self.record["score"]:  # (a NaN score beats none)
+            return f"; best {self.record['score']:.2f} (iteration {self.record['iteration']})"
+        record = {"score": score, "iteration": state.iteration, "timesteps": state.timesteps,
+                  "games": config.eval_episodes, "greedy": config.eval_greedy}
+        try:
+            path = checkpoint.save_best(self.run_dir, dataclasses.replace(state, model=model(), best=record))
+        except checkpoint.CheckpointWriteError as e:
+            return f"; warning: the new best not written ({e}); the previous {checkpoint.BEST} is intact"
+        self.record = record
+        return f"; new best -> {path}"

@@ -34,6 +34,7 @@ from torch.distributions import Distribution
 
 from ppo1 import PPO1Error
 from ppo1.actions import action_nvec, choose, distribution, head_size
+from ppo1.config import RNN_CHOICES, RNN_CRITICS
 from ppo1.observations import ACTION_MASK, IMAGE, VECTOR, Obs, ObsSpec
 
 
@@ -57,10 +58,6 @@ def _linear(n_in: int, n_out: int, std: float) -> nn.Linear:
     normc_(lin.weight, std)
     nn.init.zeros_(lin.bias)
     return lin
-
-
-RNN_KINDS = ("lstm", "gru")
-RNN_CRITICS = ("shared", "separate")  # --rnn_critic: the value head reads the policy's core, or a core of its own
 
 
 class ActorCritic(nn.Module):
@@ -213,8 +210,8 @@ class RecurrentCore(nn.Module):
 
     def __init__(self, kind: str, n_in: int, size: int):
         super().__init__()
-        if kind not in RNN_KINDS:
-            raise PPO1Error(f"--rnn={kind!r} is invalid: must be one of none, {', '.join(RNN_KINDS)}")
+        if kind not in RNN_CHOICES[1:]:  # "none" makes no core
+            raise PPO1Error(f"--rnn={kind!r} is invalid: must be one of {', '.join(RNN_CHOICES)}")
         self.kind, self.size = kind, size
         self.rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(n_in, size, batch_first=True)
         self.memory_size = 2 * size if kind == "lstm" else size

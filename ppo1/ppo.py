@@ -1,6 +1,6 @@
 """Proximal Policy Optimization (Schulman et al., 2017): the loss, the schedules and the update epochs.
 
-The training loop that ties them to rollouts, MPI and checkpoints is `ppo1.train`.
+The training loop that ties them to rollouts, MPI and checkpoints is `ppo1.trainer`.
 """
 from __future__ import annotations
 

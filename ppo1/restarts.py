@@ -11,23 +11,46 @@ from ppo1.stops import say
 
 
 class EnvRestarts:
-    """The env restarts of rank `rank` in the iterations of a run (resumes included); `iterations` is what a
-    checkpoint keeps of them (RankState.restarts)."""
+    """The env restarts of rank `rank` in the iterations of a run (resumes included), the one owner of their count:
+    a VecEnv asks `take` whether an env whose step raised is made anew (VecEnv.mend_with); `iterations` is what a
+    checkpoint keeps of them (state_dict)."""
+
+    with_games = False  # a part of a rank's state (ppo1.checkpoint.RankParts) loaded whether or not games go on
 
     def __init__(self, limit: int, window: int, rank: int, run_dir: str):
         """limit: --env_restarts; window: --env_restart_window (0: the whole run)."""
         self.limit, self.window, self.rank, self.run_dir = limit, window, rank, run_dir
         self.iterations: list[int] = []  # the iteration of each env restart on this rank, resumes included
-        self.said = 0  # the envs' restarts (VecEnv.restarts) warned of so far
+        self.iteration = 0  # the iteration whose rollout is under way (begin)
 
     def recent(self, iteration: int) -> list[int]:
         """The iterations of this rank's env restarts that count against --env_restarts in `iteration`: all of the
         run's (resumes included), or those of the last --env_restart_window iterations."""
         return [i for i in self.iterations if not self.window or i > iteration - self.window]
 
-    def allowed(self, iteration: int) -> int:
-        """How many more restarts --env_restarts allows in `iteration` (VecEnv.allowed)."""
-        return self.limit - len(self.recent(iteration))
+    def begin(self, iteration: int) -> None:
+        """The rollout of `iteration` starts: only the restarts that still count in it are kept."""
+        self.iteration = iteration
+        self.iterations = self.recent(iteration)
+
+    def take(self, restart) -> bool:
+        """Whether the env of `restart` (ppo1.envs.base.Restart) is made anew: while --env_restarts allows one more
+        in the current iteration. One taken is counted, with a warning on the rank and its traceback kept."""
+        if len(self.recent(self.iteration)) >= self.limit:
+            return False
+        self.iterations.append(self.iteration)
+        kept = f"; traceback in {self.trace_path}" if self.keep_trace(restart.trace) else ""
+        say(f"ppo1: warning: rank {self.rank}, iteration {self.iteration}: env {restart.index} raised "
+            f"{restart.error}; made it anew ({len(self.recent(self.iteration))} of --env_restarts {self.limit} "
+            f"{self.span}), its episode counted as cut{kept}")
+        return True
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps: the iterations of the restarts that count ("restarts")."""
+        return {"restarts": list(self.iterations)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.iterations = list(state.get("restarts") or [])
 
     @property
     def span(self) -> str:
@@ -57,16 +80,3 @@ class EnvRestarts:
             where += f" (traceback in {self.trace_path})"
         return PPO1Error(f"{where}; nothing of this iteration was used, the newest checkpoint on disk is the "
                          "last good one")
-
-    def note(self, restarts: list, iteration: int) -> None:
-        """Count the envs' restarts (VecEnv.restarts) made in `iteration` since the last call, each with a warning
-        on the rank and its traceback kept; then keep only the restarts that still count."""
-        for n in range(self.said, len(restarts)):
-            r = restarts[n]
-            self.iterations.append(iteration)
-            kept = f"; traceback in {self.trace_path}" if self.keep_trace(r.trace) else ""
-            say(f"ppo1: warning: rank {self.rank}, iteration {iteration}: env {r.index} raised {r.error}; made "
-                f"it anew ({len(self.recent(iteration))} of --env_restarts {self.limit} "
-                f"{self.span}), its episode counted as cut{kept}")
-        self.said = len(restarts)
-        self.iterations = self.recent(iteration)  # with a window, only what still counts

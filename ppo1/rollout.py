@@ -168,7 +168,8 @@ class RecurrentBatch(Batch):
 class Segment:
     """T steps of k actors. dones[t] is True when step t ended the agent's episode."""
 
-    obs: Obs                # (T, k, ...) each entry: observation before step t (Atari: "image" (T, k, 4, 84, 84))
+    obs: Obs                # (T + 1, k, ...) each entry: row t the observation before step t, row T the one after
+    #                         the last step (Atari: "image" (T + 1, k, 4, 84, 84)); the envs write each row t + 1
     actions: np.ndarray     # (T, k) int64 (Discrete), (T, k, A) float32 (Box) or (T, k, dims) int64 (MultiDiscrete)
     logp: np.ndarray        # (T, k) float32: log pi_old(a_t | s_t)
     values: np.ndarray      # (T, k) float32: V_old(s_t)
@@ -183,6 +184,12 @@ class Segment:
     weights: np.ndarray | None = None     # (T, k) float32: 0 where env i crashed in step t (made anew: the step
     #                                       never ran, no loss learns from its sample), else 1; None: all 1
 
+    @property
+    def step_obs(self) -> Obs:
+        """(T, k, ...) each entry: the observations the T steps acted on (obs without the row after the last step;
+        a view)."""
+        return self.obs[:len(self.rewards)]
+
     def _samples(self, layout: Callable, device: torch.device, standardize_adv: bool) -> dict:
         """The per-sample fields of a Batch, each (T, k, ...) flattened by `layout` (time_major, env_major)
         onto `device`; frames laid out once here for the convolutions (frame_layout), not in each forward."""
@@ -191,7 +198,7 @@ class Segment:
         adv = self.advantages.reshape(n)
         if standardize_adv:  # over the samples the losses learn from
             adv = standardize(adv, None if weights is None else weights.reshape(n))
-        obs = self.obs.map(lambda x: layout(x, device))
+        obs = self.step_obs.map(lambda x: layout(x, device))
         return dict(obs=obs.map(lambda x: frame_layout(x) if x.dim() == 4 else x), actions=layout(self.actions, device),
                     logp=layout(self.logp, device), adv=layout(adv.reshape(self.rewards.shape), device),
                     returns=layout(self.returns, device), values=layout(self.values, device),
@@ -233,16 +240,16 @@ class Collector:
         restored); device: where `policy` is (one batched transfer each way per step when not the CPU);
         profile: where the seconds stepping envs ("env") and in forward passes ("inference") add up."""
         self.venv, self.policy, self.T = venv, policy, horizon
-        self.obs = obs.copy()  # (k, ...): the next observation
-        self.act = batched_act(policy, device, self.obs)  # (k, ...), memory -> numpy (actions, logp, values), memory
         self.seg = self._segment(horizon, venv.num_envs)
+        self.seg.obs[horizon] = obs  # between calls the segment's last row holds the envs' observations now
+        self.act = batched_act(policy, device, obs)  # (k, ...), memory -> numpy (actions, logp, values), memory
         self.profile = profile or Profile()
         self.device = device
 
     def _buffers(self, horizon: int, k: int) -> dict:
         """A Segment's arrays for T = horizon steps of k envs, zeros."""
         policy = self.policy
-        return dict(obs=self.venv.obs_spec.zeros(horizon, k),
+        return dict(obs=self.venv.obs_spec.zeros(horizon + 1, k),
                     actions=np.zeros((horizon, k, *policy.action_shape), policy.action_dtype),
                     logp=np.zeros((horizon, k), np.float32), values=np.zeros((horizon, k), np.float32),
                     rewards=np.zeros((horizon, k), np.float32), dones=np.zeros((horizon, k), bool),
@@ -262,49 +269,69 @@ class Collector:
     def collect(self) -> Segment:
         """Run the policy for T steps in every env. Returns the (reused) Segment buffer."""
         seg = self.seg
+        seg.obs[0] = seg.obs[self.T]  # the last segment's last observation is this one's first
         seg.episodes, seg.advantages, seg.returns = [], None, None
         seg.cut_values[:] = 0.0
         seg.weights[:] = 1.0
         for t in range(self.T):
             self._step(t)
         with self.profile.timer("inference"):  # the bootstrap V(s_T): no action drawn for it
-            seg.last_value[:] = self.value(self.obs, self.memory)
+            seg.last_value[:] = self.value(seg.obs[self.T], self.memory)
         return seg
 
     def _step(self, t: int) -> None:
-        """Step t of the segment: the policy acts on the envs' observations, the envs step."""
+        """Step t of the segment: the policy acts on the envs' observations (row t), the envs step, writing the
+        observations after it into row t + 1."""
         seg, clock = self.seg, self.profile
-        seg.obs[t] = self.obs
         self._before_act(t)
         start = clock.now()
         seg.actions[t], seg.logp[t], seg.values[t], memory = self.act(seg.obs[t], self.memory)
         mid = clock.now()
         try:
-            obs, seg.rewards[t], seg.dones[t], episodes = self.venv.step(seg.actions[t])
+            done = self.venv.step(seg.actions[t], out=seg.obs[t + 1])
         except PPO1Error:  # an env that crashed (EnvCrash), its data (EnvDataError), or a family's own line
             raise
         except Exception as e:  # ppo1's own code: one line, its traceback kept (EnvRestarts)
             raise EnvCrash(e, traceback.format_exc(), ours=True) from None
-        self.obs[:] = obs
-        seg.episodes.extend(episodes)
+        seg.rewards[t], seg.dones[t] = done.rewards, done.dones
+        seg.episodes.extend(done.episodes)
         end = clock.now()
         clock.add("inference", mid - start)
         clock.add("env", end - mid)
-        seg.weights[t, sorted(self.venv.crashed)] = 0.0  # a step that never ran: nothing learns from its sample
-        if self.venv.cut:  # episodes cut by a time limit: the value of their last observation
-            self._value_cut(t, memory)
+        seg.weights[t, sorted(done.crashed)] = 0.0  # a step that never ran: nothing learns from its sample
+        if done.cut:  # episodes cut by a time limit: the value of their last observation
+            self._value_cut(t, memory, done.cut)
         self._carry(memory, seg.dones[t])
 
-    def _value_cut(self, t: int, memory: torch.Tensor | None) -> None:
-        """seg.cut_values[t] of the envs whose episode a time limit cut at step t (venv.cut: their last
-        observations), valued from `memory`, the policy's after step t. An env that crashed in step t (in
-        venv.cut too) has none: that step never ran (weight 0), its episode ends at s_t, and step t - 1
-        bootstraps from V(s_t | h_t), the rollout's value of it (advantages.gae, `live`)."""
-        envs = sorted(set(self.venv.cut) - self.venv.crashed)
-        if envs:
-            with self.profile.timer("inference"):
-                self.seg.cut_values[t, envs] = self.value(Obs.stack([self.venv.cut[i] for i in envs]),
-                                                          self._memory_of(memory, envs))
+    def _value_cut(self, t: int, memory: torch.Tensor | None, cut: dict[int, Obs]) -> None:
+        """seg.cut_values[t] of the envs whose episode a time limit cut at step t (`cut`: their last
+        observations, Stepped.cut), valued from `memory`, the policy's after step t. An env that crashed in step t
+        is not among them: that step never ran (weight 0), its episode ends at s_t, and step t - 1 bootstraps
+        from V(s_t | h_t), the rollout's value of it (advantages.gae, `live`)."""
+        envs = sorted(cut)
+        with self.profile.timer("inference"):
+            self.seg.cut_values[t, envs] = self.value(Obs.stack([cut[i] for i in envs]), self._memory_of(memory, envs))
+
+    with_games = True  # a part of a rank's state (ppo1.checkpoint.RankParts): its memory goes on with the games
+
+    @property
+    def obs(self) -> Obs:
+        """(k, ...) the envs' observations now, which the next step acts on (a view of the segment's last row)."""
+        return self.seg.obs[self.T]
+
+    def resume_from(self, obs: Obs) -> None:
+        """Go on from the envs' observations `obs` (k, ...) (restored from a checkpoint, or of envs made anew)."""
+        self.seg.obs[self.T] = obs
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps of the collector: the policy's memory of each env (k, memory_size) on the CPU,
+        None for a feed-forward policy (on disk under "rnn_state", its name in checkpoints since format 1)."""
+        return {"rnn_state": None if self.memory is None else self.memory.detach().cpu().clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """The memory of `state_dict()`, where it holds one (else the memory stays zeros)."""
+        if self.memory is not None and state.get("rnn_state") is not None:
+            self.memory.copy_(state["rnn_state"])
 
     def _before_act(self, t: int) -> None:
         """Before step t's action: a feed-forward policy keeps nothing."""

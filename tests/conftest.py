@@ -128,7 +128,7 @@ def first_ratios(monkeypatch, config) -> tuple[list, list[bool]]:
     import torch
 
     from ppo1.distributed import Comm
-    train_mod = importlib.import_module("ppo1.train")  # (ppo1.train is also the API's train function)
+    train_mod = importlib.import_module("ppo1.trainer")
     ppo_mod = importlib.import_module("ppo1.ppo")
     first, fixed = [], []
     real_update, real_loss = train_mod.update, ppo_mod.ppo_loss

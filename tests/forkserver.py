@@ -25,7 +25,7 @@ def preload() -> None:
 
     import ppo1.cli  # noqa: F401
     import ppo1.launch  # noqa: F401
-    import ppo1.train  # noqa: F401
+    import ppo1.trainer  # noqa: F401
     from ppo1.envs import load_gymnasium
     load_gymnasium()
     assert "mpi4py.MPI" not in sys.modules, "MPI must start in each child, not here"

@@ -52,17 +52,17 @@ def test_train_refuses_a_config_and_settings_together():
 
 
 def test_train_and_play_stay_the_api_functions_after_their_modules_load():
-    # a notebook cell `from ppo1 import Config, train, play` run again after a first run had loaded
-    # ppo1/train.py and ppo1/play.py got those modules ("'module' object is not callable")
+    # the modules behind them (ppo1.trainer, ppo1.player) have names of their own: once loaded, `from ppo1 import
+    # train, play` (a notebook cell run again) still gives the API's functions
     import importlib
     import ppo1
     from ppo1 import api
-    train_module, play_module = (importlib.import_module(name) for name in ("ppo1.train", "ppo1.play"))
+    train_module, play_module = (importlib.import_module(name) for name in ("ppo1.trainer", "ppo1.player"))
     from ppo1 import play, train
     assert train is api.train and play is api.play and ppo1.train is api.train
     # the modules themselves stay importable by their full names
     assert hasattr(train_module, "Trainer") and not hasattr(play_module, "Trainer")
-    assert (train_module.__name__, play_module.__name__) == ("ppo1.train", "ppo1.play")
+    assert (train_module.__name__, play_module.__name__) == ("ppo1.trainer", "ppo1.player")
 
 
 def test_train_with_settings_makes_each_env_once(tmp_path):

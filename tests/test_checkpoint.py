@@ -129,7 +129,7 @@ def test_a_format_1_checkpoint_with_obs_spec_resumes_and_is_written_back_as_form
     torch.save(old, tmp_path / "latest.pt")
     s, path, problems = checkpoint.load_newest(str(tmp_path), resume=True)
     assert (s.iteration, s.timesteps, s.episodes, list(s.recent)) == (3, 30, 2, [(-21.0, 800), (-20.0, 900)])
-    assert s.rank(1).py_rng == (3, (1, 2), None) and s.n_ranks == 2 and not problems
+    assert s.rank(1)["py_rng"] == (3, (1, 2), None) and s.n_ranks == 2 and not problems
     assert s.observations().describe() == "image (4, 84, 84)" and s.model_spec()[2] is True
     again = s.to_checkpoint()
     assert again["format"] == 2 and sorted(again) == sorted(old)

@@ -31,7 +31,7 @@ def test_threads_and_determinism_are_set_for_each_run_without_importing_inductor
     """torch.use_deterministic_algorithms imports Inductor (about a second of CPU per process); a run that
     is not --deterministic skips it, and one after a --deterministic run in the same process turns it off."""
     code = ("import sys, torch; from ppo1.config import Config; from ppo1.distributed import Comm; "
-            "from ppo1.train import configure_threads; "
+            "from ppo1.trainer import configure_threads; "
             "configure_threads(Config(), Comm()); print('torch._inductor' in sys.modules); "
             "configure_threads(Config(deterministic=True), Comm()); print(torch.are_deterministic_algorithms_enabled()); "
             "configure_threads(Config(), Comm()); print(torch.are_deterministic_algorithms_enabled())")

@@ -18,36 +18,37 @@ from ppo1.advantages import gae
 from ppo1.envs import EnvCrash, EnvOptions, make_vec_env
 from ppo1.envs.base import env_seed
 from ppo1.policies import build
+from ppo1.restarts import EnvRestarts
 from ppo1.rollout import RecurrentCollector
 
 RUN = ["--env_name", "tests.childenv:make", "--timesteps_per_actorbatch", "16", "--optim_batchsize", "16",
        "--num_threads", "1"]
 
 
-def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended():
+def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended(tmp_path, capfd):
     importlib.import_module("tests.childenv").started = 0
     venv = make_vec_env("tests.childenv:make", 2, seed=0, rank=0,
                         options=EnvOptions(env_kwargs=json.dumps({"die_at": 3, "tag": "unit-restart"})))
     try:
-        venv.allowed = 1
-        obs = venv.reset().copy()
+        restarts = EnvRestarts(1, 0, 0, str(tmp_path))
+        restarts.begin(1)
+        venv.mend_with(restarts)
+        venv.reset()
         for _ in range(2):
-            obs, rewards, dones, _ = venv.step(np.array([1, 1]))
-            obs = obs.copy()
+            venv.step(np.array([1, 1]))
         dead = venv.envs[0].gym_env.unwrapped.engine
-        new_obs, rewards, dones, episodes = venv.step(np.array([1, 1]))  # env 0's engine dies in this step
-        assert dones.tolist() == [True, False] and rewards[0] == 0.0
+        done = venv.step(np.array([1, 1]))  # env 0's engine dies in this step
+        assert done.dones.tolist() == [True, False] and done.rewards[0] == 0.0
         # the crashed game as far as it went (two steps of action 1, reward 1 each), counted as cut
-        assert [(e.ret, e.length, e.truncated) for e in episodes] == [(2.0, 2, True)]
-        assert list(venv.cut) == [0] and np.array_equal(venv.cut[0]["vector"], obs["vector"][0]) and \
-            venv.crashed == {0}
-        assert new_obs["vector"][0].tolist() == [0.0, 0.0, 1.0]  # the new env's first observation
-        assert [(r.index, r.error) for r in venv.restarts] == [(0, "RuntimeError: the engine exited unexpectedly")]
+        assert [(e.ret, e.length, e.truncated) for e in done.episodes] == [(2.0, 2, True)]
+        assert done.cut == {} and done.crashed == {0}  # no time limit cut it: its step never ran
+        assert done.obs["vector"][0].tolist() == [0.0, 0.0, 1.0]  # the new env's first observation
+        assert "env 0 raised RuntimeError: the engine exited unexpectedly; made it anew" in capfd.readouterr().err
         # the seed of the second env made in place 0, a function of (seed, rank, env, envs made there before)
-        assert venv.made == [1, 0] and venv.allowed == 0
+        assert venv.made == [1, 0] and restarts.iterations == [1] and not restarts.take(restarts)
         assert venv.envs[0].seeds.first == int(env_seed(0, 0, 0, 1).generate_state(1)[0] % (2**31 - 1)) != \
             venv.envs[1].seeds.first
-        assert "Traceback" in venv.restarts[0].trace
+        assert "Traceback" in open(restarts.trace_path).read()
         assert dead.poll() is not None and venv.envs[0].gym_env.unwrapped.engine is not dead and venv.envs[0].gym_env.unwrapped.engine.poll() is None
         venv.step(np.array([1, 1]))
         assert len(engines("unit-restart")) == 2
@@ -69,20 +70,21 @@ def test_with_no_restart_left_the_env_crash_names_the_env_and_keeps_its_tracebac
 
 
 @pytest.mark.parametrize("raised", [SystemExit(3), ValueError("bad")], ids=["system-exit", "value-error"])
-def test_what_the_env_raises_is_mended_and_what_ppo1s_own_code_raises_is_not(raised):
+def test_what_the_env_raises_is_mended_and_what_ppo1s_own_code_raises_is_not(raised, tmp_path):
     venv = make_vec_env("CartPole-v1", 2, seed=0, rank=0)
     try:
         venv.reset()
-        venv.allowed = 5
+        restarts = EnvRestarts(5, 0, 0, str(tmp_path))
+        venv.mend_with(restarts)
         inner = venv.envs[1].gym_env  # the user's env raises in its step (an emulator's sys.exit: SystemExit)
         inner.step = lambda action: (_ for _ in ()).throw(raised)
-        _, _, dones, _ = venv.step(np.array([0, 0]))
-        assert dones.tolist() == [False, True] and venv.crashed == {1} and venv.made == [0, 1]
+        done = venv.step(np.array([0, 0]))
+        assert done.dones.tolist() == [False, True] and done.crashed == {1} and venv.made == [0, 1]
         venv.envs[0]._checked = lambda obs: obs.undefined  # ppo1's own code around the env raises: a bug
         with pytest.raises(EnvCrash, match=r"^ppo1's own code raised AttributeError: .* in env 0's step \(a bug in "
                                            r"ppo1, not in the env\)$") as e:
             venv.step(np.array([0, 0]))
-        assert e.value.ours and venv.made == [0, 1] and venv.allowed == 4
+        assert e.value.ours and venv.made == [0, 1] and restarts.iterations == [0]
     finally:
         venv.close()
 
@@ -129,7 +131,7 @@ def test_the_restart_budget_and_the_envs_seeds_carry_across_a_resume_and_one_res
     assert saved["iteration"] == 3 and [st["env_made"] for st in saved["ranks"]] == [[2], [2]]
 
 
-def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_it_had_before_it():
+def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_it_had_before_it(tmp_path):
     # env 0's engine dies in step 5: that step never ran (weight 0, no advantage), its episode ends at s_5, the
     # observation it acted on, so step 4 bootstraps from V(s_5 | h_5), the rollout's own value, not V(s_5 | h_6) of
     # the state that has already seen s_5
@@ -137,7 +139,7 @@ def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_i
     torch.manual_seed(0)
     venv = make_vec_env("tests.childenv:make", 2, seed=0, rank=0, options=EnvOptions(env_kwargs='{"die_at": 6}'))
     try:
-        venv.allowed = 1
+        venv.mend_with(EnvRestarts(1, 0, 0, str(tmp_path)))
         policy = build("mlp", venv.action_space, venv.obs_spec, rnn="lstm", rnn_size=8)
         seg = RecurrentCollector(venv, policy, 8, venv.reset(), seq_len=8).collect()
         assert seg.dones[:, 0].tolist() == [False] * 5 + [True, False, False] and seg.rewards[5, 0] == 0.0
@@ -198,7 +200,7 @@ def test_env_restart_window_counts_only_the_restarts_of_its_last_iterations():
     from ppo1 import PPO1Error
     from ppo1.config import Config
     from ppo1.distributed import Comm
-    from ppo1.train import Trainer
+    from ppo1.trainer import Trainer
     whole = Trainer(Config.for_preset(env_name="CartPole-v1", env_restarts=2), Comm())
     window = Trainer(Config.for_preset(env_name="CartPole-v1", env_restarts=2, env_restart_window=100), Comm())
     for trainer in (whole, window):
@@ -229,16 +231,17 @@ def test_a_real_vizdoom_engine_that_hangs_is_killed_after_env_step_timeout_and_m
         [engine] = set(descendants()) - before  # started by the reset
         hung = [engine]
         os.kill(engine, signal.SIGSTOP)  # an engine that hangs: alive, answering nothing
-        said, venv.allowed = [], 1
+        said = []
+        venv.mend_with(EnvRestarts(1, 0, 0, str(tmp_path)))
         guard.start()
         # the hung step alone is timed: the new engine's start in the restart may take longer than 1 s on a
         # loaded machine, which is no hang
         timer = CallTimer(1.0, say=lambda line: (said.append(line), setattr(timer, "timeout", 0)))
         timer.watch(venv)
         with timer:
-            venv.step(np.zeros((1,), np.int64))
+            done = venv.step(np.zeros((1,), np.int64))
         assert guard.is_alive(), "the engine was not ended by --env_step_timeout"
-        assert venv.crashed == {0} and venv.made == [1] and len(said) == 1, said
+        assert done.crashed == {0} and venv.made == [1] and len(said) == 1, said
         assert said[0].startswith("ppo1: warning: rank 0: env 0's step ran past --env_step_timeout 1 s: ended the "
                                   f"1 process(es) it started (pid {engine})"), said
         [new] = venv.started[0]

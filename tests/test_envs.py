@@ -122,9 +122,9 @@ def test_vec_env_steps_k_games_with_distinct_seeds():
     obs = venv.reset()
     assert obs["image"].shape == (3, 4, 84, 84)
     for _ in range(50):
-        obs, rew, dones, eps = venv.step(np.array([2, 3, 2]))
-    assert rew.shape == (3,) and dones.dtype == bool
-    obs = obs["image"]
+        done = venv.step(np.array([2, 3, 2]))
+    assert done.rewards.shape == (3,) and done.dones.dtype == bool
+    obs = done.obs["image"]
     assert not np.array_equal(obs[0], obs[2]) or not np.array_equal(obs[1], obs[2])
 
 

@@ -12,7 +12,7 @@ from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.plot import read_eval
-from ppo1.train import train
+from ppo1.trainer import train
 
 
 def rows(run_dir) -> list[dict]:

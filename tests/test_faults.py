@@ -463,7 +463,7 @@ def test_a_negative_count_is_refused_on_every_rank(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- minor
 def test_render_needs_an_x_server_that_answers_not_just_a_display_variable():
-    from ppo1.play import x_server_answers
+    from ppo1.player import x_server_answers
 
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))

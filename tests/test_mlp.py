@@ -23,9 +23,10 @@ def test_vec_gym_gives_float32_vectors_and_real_episode_statistics():
     assert list(obs) == ["vector"] and obs["vector"].shape == (2, 4) and obs["vector"].dtype == np.float32
     episodes, steps = [], 0
     while len(episodes) < 3:
-        obs, rew, dones, eps = venv.step(np.array([0, 1]))
+        done = venv.step(np.array([0, 1]))
+        rew = done.rewards
         steps += 1
-        episodes += eps
+        episodes += done.episodes
         assert rew.dtype == np.float32 and set(rew) == {1.0}
     assert all(e.ret == e.length for e in episodes), "CartPole pays 1 per step"
 
@@ -35,9 +36,9 @@ def test_box_actions_are_clipped_to_the_bounds_before_the_env_sees_them():
     # reward does not): 0.1 x 100^2 = 1000 unclipped, 0.1 x 1^2 = 0.1 clipped to the bound 1
     venv = make_vec_env("MountainCarContinuous-v0", 1, seed=0, rank=0)
     venv.reset()
-    _, rew, _, _ = venv.step(np.array([[100.0]], np.float32))
+    rew = venv.step(np.array([[100.0]], np.float32)).rewards
     assert rew[0] == pytest.approx(-0.1)
-    _, rew, _, _ = venv.step(np.array([[-0.5]], np.float32))
+    rew = venv.step(np.array([[-0.5]], np.float32)).rewards
     assert rew[0] == pytest.approx(-0.025)  # inside the bounds: as given
 
 
@@ -189,27 +190,28 @@ def test_a_time_limit_cut_is_reported_with_the_last_observation_and_a_terminatio
     venv = make_vec_env("Pendulum-v1", 2, seed=0, rank=0)  # 200 steps, then truncated; it never terminates
     venv.reset()
     for step in range(200):
-        obs, _, dones, eps = venv.step(np.zeros((2, 1), np.float32))
-        assert bool(venv.cut) == (step == 199) and dones.all() == (step == 199)
-    assert sorted(venv.cut) == [0, 1] and all(e.truncated for e in eps)
-    assert all(not np.array_equal(venv.cut[i]["vector"], obs["vector"][i]) for i in (0, 1)), \
+        done = venv.step(np.zeros((2, 1), np.float32))
+        assert bool(done.cut) == (step == 199) and done.dones.all() == (step == 199)
+    assert sorted(done.cut) == [0, 1] and all(e.truncated for e in done.episodes)
+    assert all(not np.array_equal(done.cut[i]["vector"], done.obs["vector"][i]) for i in (0, 1)), \
         "obs is already the next episode's"
     cart = make_vec_env("CartPole-v1", 1, seed=0, rank=0)
     cart.reset()
     done = False
     while not done:  # falls over long before its 500-step limit
-        _, _, dones, _ = cart.step(np.array([0]))
-        done = dones[0]
-        assert not cart.cut
+        stepped = cart.step(np.array([0]))
+        done = stepped.dones[0]
+        assert not stepped.cut
 
 
 def test_max_episode_steps_cuts_episodes_as_a_time_limit_with_their_last_observation():
     venv = make_vec_env("CartPole-v1", 1, seed=0, rank=0, options=EnvOptions(max_episode_steps=5))
     venv.reset()
     for step in range(10):  # pushed left, the pole falls after about 9 steps: the limit comes first
-        obs, _, dones, eps = venv.step(np.array([0]))
-        assert bool(dones[0]) == (step % 5 == 4) and bool(venv.cut) == (step % 5 == 4)
-        assert [e.length for e in eps] == ([5] if step % 5 == 4 else []) and all(e.truncated for e in eps)
+        done = venv.step(np.array([0]))
+        assert bool(done.dones[0]) == (step % 5 == 4) and bool(done.cut) == (step % 5 == 4)
+        assert [e.length for e in done.episodes] == ([5] if step % 5 == 4 else [])
+        assert all(e.truncated for e in done.episodes)
 
 
 def test_a_run_with_a_step_limit_and_scaled_rewards_trains_and_plays_episodes_cut_there(tmp_path):

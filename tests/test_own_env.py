@@ -409,7 +409,7 @@ def test_an_env_refused_at_its_first_reset_leaves_no_run_directory_and_an_existi
 
     from ppo1.config import Config
     from ppo1.distributed import Comm
-    from ppo1.train import train
+    from ppo1.trainer import train
     config = Config.for_preset(env_name="tests.entriesenv:make", env_kwargs=json.dumps(
         {"extra": "nested", "image": False, "mask": 3, "given": 5}), checkpoint_dir=str(tmp_path), model_name="bad",
         envs_per_rank=1, timesteps_per_actorbatch=16, optim_batchsize=16, env_steps=16)

@@ -238,7 +238,7 @@ def test_the_first_minibatch_of_an_iteration_has_ratio_one_with_running_frame_st
     # --frame_norm center: the frame statistics move after the rollout; the update's pi_old must be the policy
     # it starts from (baselines: ob_rms.update, then old = new), so the first minibatch's ratio is exactly 1.
     import importlib
-    train_mod = importlib.import_module("ppo1.train")  # (ppo1.train is also the API's train function)
+    train_mod = importlib.import_module("ppo1.trainer")
     from ppo1.config import Config
     from ppo1.distributed import Comm
     ratios = []

@@ -189,7 +189,7 @@ def test_a_resume_without_its_games_starts_each_env_from_zeros_with_new_seeds(tm
     from ppo1.config import Config
     from ppo1.distributed import Comm
     from ppo1.envs.base import env_seed
-    from ppo1.train import Trainer, train
+    from ppo1.trainer import Trainer, train
     cfg = Config.for_preset("fast" if "model_type" in env else "ppo_lstm", **env, rnn="gru", rnn_size=16,
                             norm_reward=True, envs_per_rank=2, timesteps_per_actorbatch=16, optim_batchsize=16,
                             optim_epochs=1, env_steps=64, num_threads=1, checkpoint_dir=str(tmp_path), model_name="r")
@@ -200,7 +200,7 @@ def test_a_resume_without_its_games_starts_each_env_from_zeros_with_new_seeds(tm
     trainer = Trainer(cfg, Comm(), log=lambda *a: None)
     trainer.resume(*trainer.setup())
     try:
-        assert not trainer.collector.memory.any() and not trainer.reward_norm.ret.any()
+        assert not trainer.collector.memory.any() and not trainer.reward_norm.returns.g.any()
         assert trainer.venv.made == [1, 1]  # the second env made in each place, with its own seed
         assert [e.seeds.first for e in trainer.venv.envs] == [
             int(env_seed(cfg.seed, 0, i, 1).generate_state(1)[0] % (2**31 - 1)) for i in range(2)]

@@ -75,10 +75,12 @@ def test_the_collector_records_the_value_of_each_time_limit_cut_episodes_last_ob
     torch.manual_seed(0)
     venv = make_vec_env("Pendulum-v1", 2, seed=0, rank=0)  # every episode cut at 200 steps
     policy = build("mlp", venv.action_space, venv.obs_spec)
-    seg = Collector(venv, policy, 200, venv.reset()).collect()
+    collector = Collector(venv, policy, 200, venv.reset())
+    seg = collector.collect()
     assert np.flatnonzero(seg.cut_values.any(axis=1)).tolist() == [199] and seg.dones[199].all()
-    with torch.no_grad():  # the step that cut them was the segment's last: venv.cut still holds their observations
-        _, expected = policy.dist(Obs.stack([venv.cut[0], venv.cut[1]]).map(torch.from_numpy))
+    cut = [env.cut_obs for env in venv.envs]  # the step that cut them was the segment's last: each env keeps its last
+    with torch.no_grad():
+        _, expected = policy.dist(Obs.stack(cut).map(torch.from_numpy))
     np.testing.assert_allclose(seg.cut_values[199], expected.numpy(), rtol=1e-6)
 
 
@@ -139,18 +141,21 @@ def test_the_bootstrap_value_draws_no_action_so_the_random_stream_is_the_t_steps
         assert torch.equal(value, policy.act(obs, memory=collector.memory)[2])
 
 
-def test_a_step_whose_env_crashed_has_weight_0_its_game_is_logged_cut_and_its_batch_leaves_it_out():
+def test_a_step_whose_env_crashed_has_weight_0_its_game_is_logged_cut_and_its_batch_leaves_it_out(tmp_path):
     import importlib
 
     from ppo1.advantages import gae
     from ppo1.envs import EnvOptions, make_vec_env
     from ppo1.policies import build
+    from ppo1.restarts import EnvRestarts
     from ppo1.rollout import Collector
     importlib.import_module("tests.childenv").started = 0
     torch.manual_seed(0)
     venv = make_vec_env("tests.childenv:make", 2, seed=0, rank=0, options=EnvOptions('{"die_at": 3}'))
     try:
-        venv.allowed = 1
+        restarts = EnvRestarts(1, 0, 0, str(tmp_path))
+        restarts.begin(1)
+        venv.mend_with(restarts)
         seg = Collector(venv, build("mlp", venv.action_space, venv.obs_spec), 4, venv.reset()).collect()
     finally:
         venv.close()

@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 
 from ppo1 import PPO1Error
-from ppo1.envs.atari import ATARI, AtariEnv, VecAtari, make_ale_env
+from ppo1.envs.atari import ATARI_FAMILY, AtariEnv, VecAtari, make_ale_env
 from ppo1.envs.children import recording, shielded
 from ppo1.envs.base import EnvCrash, EnvDataError, Episode, env_seed, env_spec, load_gymnasium, offscreen, seeded_vec
 from ppo1.envs.family import Families, Family
-from ppo1.envs.pixels import PIXELS, VecPixels
-from ppo1.envs.procgen import PROCGEN, PROCGEN_SHAPE, ProcgenEnv, ProcgenLevels, VecProcgen
-from ppo1.envs.vector import VECTOR, GymEnv, VecGym
+from ppo1.envs.pixels import PIXELS_FAMILY, VecPixels
+from ppo1.envs.procgen import PROCGEN_FAMILY, PROCGEN_SHAPE, ProcgenEnv, ProcgenLevels, VecProcgen
+from ppo1.envs.vector import VECTOR_FAMILY, GymEnv, VecGym
 
 # The interface (below) and the names of the family modules that the trainer, the modes and the tools use.
 __all__ = ["Family", "families", "register", "env_family", "Spares", "EnvOptions", "make_gym_env", "make_vec_env",
@@ -35,7 +35,7 @@ __all__ = ["Family", "families", "register", "env_family", "Spares", "EnvOptions
            "GymEnv", "VecGym"]
 
 families = Families()  # the table of env families: built in, then any a user registers
-for _family in (ATARI, PROCGEN, PIXELS, VECTOR):
+for _family in (ATARI_FAMILY, PROCGEN_FAMILY, PIXELS_FAMILY, VECTOR_FAMILY):
     families.register(_family)
 register = families.register
 
@@ -84,7 +84,7 @@ def env_family(env_name: str, env_kwargs: str = "{}", obs_key: str = "", spares:
         env = resolve(env_name, env_kwargs).make()
     try:
         family = families.by_observations(env.observation_space, env_name)
-        if family is PIXELS:
+        if family is PIXELS_FAMILY:
             from ppo1.envs.pixels import check_spaces
             check_spaces(env_name, env.observation_space, env.action_space, obs_key)
     except BaseException:
@@ -137,7 +137,7 @@ def make_gym_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | N
     if gym_env is None:
         gym_env = ref.make(render_mode)
     try:
-        if families.by_observations(gym_env.observation_space, env_id) is PIXELS:
+        if families.by_observations(gym_env.observation_space, env_id) is PIXELS_FAMILY:
             return PixelEnv(ref, seed, options.frames or Frames(), gym_env=gym_env,
                             max_episode_steps=options.max_episode_steps)
         return GymEnv(env_id, seed, gym_env=gym_env, max_episode_steps=options.max_episode_steps)

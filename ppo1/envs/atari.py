@@ -267,7 +267,7 @@ def _open_game(env_id: str, seed: np.random.SeedSequence, options):
     return env, None, tuple(env.ale.getScreenDims()), FPS
 
 
-ATARI = Family(
+ATARI_FAMILY = Family(
     "atari", "Atari games", presets=("paper", "fast", "cleanrl", "baselines", "vizdoom"),
     claims=lambda env_id, env_kwargs: _claims(env_id),
     make_vec=lambda env_id, num_envs, seed, rank, options: VecAtari(
@@ -277,4 +277,4 @@ ATARI = Family(
     open_game=_open_game, sign_rewards=True, frame_stack_with_rnn=True,
     frame_flags_why="Atari keeps the DeepMind preprocessing", episode_life=True,
     time_limit_why="Atari cuts a game at 108,000 frames, as baselines", env_kwargs=False, frames_per_step=FRAME_SKIP)
-VecAtari.family = ATARI
+VecAtari.family = ATARI_FAMILY

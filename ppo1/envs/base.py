@@ -141,6 +141,18 @@ class Restart:
 
 
 @dataclasses.dataclass
+class Stepped:
+    """What one VecEnv.step produced for its k envs."""
+
+    obs: Obs                 # (k, ...) each entry: the observation after the step (a new game's first where one ended)
+    rewards: np.ndarray      # (k,) float32
+    dones: np.ndarray        # (k,) bool: the step ended the env's episode (a game over, a time limit, a crash)
+    episodes: list           # [Episode]: the real games the step finished, those of crashed envs as cut
+    cut: dict                # {env index: Obs}: the last observation of each episode a time limit cut
+    crashed: set             # the envs whose step raised and which were made anew (the step never ran)
+
+
+@dataclasses.dataclass
 class Episode:
     """One finished real game: unclipped score over all lives, length in agent steps, wall time."""
 
@@ -157,26 +169,27 @@ def game_so_far(env) -> Episode:
 
 
 class VecEnv:
-    """k envs of one rank (AtariEnv or GymEnv), stepped together so the policy runs one batched forward pass."""
+    """k envs of one rank (AtariEnv or GymEnv), stepped together so the policy runs one batched forward pass.
+    Only its own methods change its attributes: what a step produced comes back from `step` (Stepped), its
+    per-rank state goes out and in through `state_dict` / `load_state_dict`."""
 
     family = None  # the Family (ppo1.envs.family) of its envs; set by each family
+    with_games = False  # a part of a rank's state (ppo1.checkpoint.RankParts) loaded whether or not games go on
 
     def __init__(self, envs: list, remake=None):
         """remake(index, n): a new env in place of env `index` when n envs were made there before (its own seed,
         env_seed), or None when the envs cannot be made again. An env whose step raises (EnvRaised) is made
-        anew while `allowed` > 0 (the trainer sets it before each rollout from --env_restarts; 0: the run stops)."""
+        anew when the restarts given to `mend_with` allow it (else the run stops)."""
         self.envs = envs
         self.num_envs = len(envs)
         self.num_actions = envs[0].num_actions
         self.action_space = envs[0].action_space
         self.obs_spec = envs[0].obs_spec  # the named entries of its observations (ppo1.observations)
         self.stacked = getattr(envs[0], "stacked", None)  # the images are stacks of one-channel frames (the policy's frame mean)
-        self.obs = self.obs_spec.zeros(self.num_envs)  # (k, ...) each entry
-        self.cut: dict[int, Obs] = {}
-        self.remake, self.allowed = remake, 0
-        self.restarts: list[Restart] = []  # every restart of this process so far, oldest first
+        self.obs = self.obs_spec.zeros(self.num_envs)  # (k, ...) each entry: where reset and restores write
+        self.remake = remake
+        self._restarts = None  # what decides and records each restart (ppo1.restarts.EnvRestarts), None: none
         self.made = [0] * self.num_envs  # envs made before the current one in each place (restarts, resumes)
-        self.crashed: set[int] = set()  # the envs the last step made anew (their entries of `cut`)
         # the env call under way, (env index, "step" | "reset" | "make", time.monotonic() at its start[, a reset's
         # children.Started]), None between calls: read by the first Ctrl-C's line, the watchdog's and
         # ppo1.envs.calls.CallTimer
@@ -185,19 +198,27 @@ class VecEnv:
         # ppo1.envs.calls.CallTimer ends when a call of that env hangs
         self.started: dict[int, list[int]] = {}
 
+    def mend_with(self, restarts) -> None:
+        """Make an env whose step raises anew when `restarts.take(Restart)` says so (it counts and reports each
+        one: ppo1.restarts.EnvRestarts); None: never (the crash stops the run)."""
+        self._restarts = restarts
+
     def reads(self) -> str:
         """What the policy reads, for the start line: each entry with its shape and, where the env says
         (`reads()` of PixelEnv and GymEnv), what it holds and where it comes from."""
         said = getattr(self.envs[0], "reads", None)
         return said() if said is not None else self.obs_spec.describe()
 
-    def reset(self) -> Obs:
-        """Reset all envs. Returns obs (k, ...) (a buffer reused across calls). EnvCrash where an env's
-        reset raises."""
-        for i, env in enumerate(self.envs):
-            self.obs[i] = self._reset(i)
-        self.calling = None
-        return self.obs
+    def reset(self, out: Obs | None = None) -> Obs:
+        """Reset all envs, their first observations written into `out` (k, ...) (None: a buffer of the VecEnv's,
+        reused across calls). Returns `out`. EnvCrash where an env's reset raises."""
+        out = self.obs if out is None else out
+        try:
+            for i in range(self.num_envs):
+                out[i] = self._reset(i)
+        finally:
+            self.calling = None
+        return out
 
     def _reset(self, i: int) -> Obs:
         """Reset env i; what it starts meanwhile (ViZDoom starts its engine at its first reset) joins `started`."""
@@ -211,41 +232,44 @@ class VecEnv:
             self.started.setdefault(i, []).extend(new)
         return obs
 
-    def step(self, actions: np.ndarray):
-        """Step every env with actions (k, ...). Returns (obs (k, ...), rewards (k,) float32,
-        dones (k,) bool, finished episodes [Episode], the games of envs made anew among them, truncated).
-        `cut` is then {env index: the last observation} of the episodes this step cut by a time limit (envs
-        with `cut_obs`; Atari's 108,000-frame cut stays terminal, as in baselines), or by the restart of an
-        env whose step raised (see restart; those envs are in `crashed`). EnvCrash where an env raised and is
-        not made anew, or ppo1's code around it did."""
-        k = self.num_envs
-        rewards = np.zeros(k, np.float32)
-        dones = np.zeros(k, bool)
-        episodes = []
-        self.cut, self.crashed = {}, set()
-        for i, env in enumerate(self.envs):
-            self.calling = (i, "step", time.monotonic())
-            try:
-                self.obs[i], rewards[i], dones[i], ep = env.step(actions[i])
-            except PPO1Error:  # what ppo1 says of the env's data: no restart mends it
-                raise
-            except EnvRaised as e:  # the env's own exception: made anew while the budget allows
-                if self.remake is None or self.allowed <= 0:
-                    raise EnvCrash(e.error, e.trace, i, restartable=self.remake is not None) from None
-                episodes.append(game_so_far(env))  # the game the crash ended, its score so far, as cut
-                self.cut[i] = self.obs[i].copy()
-                self.crashed.add(i)
-                self.obs[i] = self.restart(i, e)
-                dones[i] = True
-                continue
-            except Exception as e:  # ppo1's own code around the env (preprocessing, actions): a bug, never mended
-                raise EnvCrash(e, traceback.format_exc(), i, ours=True) from None
-            if ep is not None:
-                episodes.append(ep)
-            if getattr(env, "cut_obs", None) is not None:
-                self.cut[i] = env.cut_obs
-        self.calling = None
-        return self.obs, rewards, dones, episodes
+    def step(self, actions: np.ndarray, out: Obs | None = None) -> Stepped:
+        """Step every env with actions (k, ...), the observations after it written into `out` (k, ...) (None: the
+        VecEnv's buffer). Returns what the step produced (Stepped): its `cut` holds the last observation of the
+        episodes a time limit cut (envs with `cut_obs`; Atari's 108,000-frame cut stays terminal, as in
+        baselines); its `crashed`, the envs whose step raised and were made anew (restart). EnvCrash where an env
+        raised and is not made anew, or ppo1's code around it did."""
+        k, out = self.num_envs, self.obs if out is None else out
+        done = Stepped(out, np.zeros(k, np.float32), np.zeros(k, bool), [], {}, set())
+        try:
+            for i in range(k):
+                self._step(i, actions[i], done)
+        finally:
+            self.calling = None
+        return done
+
+    def _step(self, i: int, action, done: Stepped) -> None:
+        """Step env i, its outcome written into `done`'s row i."""
+        env = self.envs[i]
+        self.calling = (i, "step", time.monotonic())
+        try:
+            done.obs[i], done.rewards[i], done.dones[i], ep = env.step(action)
+        except PPO1Error:  # what ppo1 says of the env's data: no restart mends it
+            raise
+        except EnvRaised as e:  # the env's own exception: made anew while the restarts allow
+            restart = Restart(i, str(e), e.trace)
+            if self.remake is None or self._restarts is None or not self._restarts.take(restart):
+                raise EnvCrash(e.error, e.trace, i, restartable=self.remake is not None) from None
+            done.episodes.append(game_so_far(env))  # the game the crash ended, its score so far, as cut
+            done.crashed.add(i)
+            done.obs[i] = self.restart(i, e)
+            done.dones[i] = True
+            return
+        except Exception as e:  # ppo1's own code around the env (preprocessing, actions): a bug, never mended
+            raise EnvCrash(e, traceback.format_exc(), i, ours=True) from None
+        if ep is not None:
+            done.episodes.append(ep)
+        if getattr(env, "cut_obs", None) is not None:
+            done.cut[i] = env.cut_obs
 
     def restart(self, i: int, raised: EnvRaised) -> Obs:
         """Env i raised in its step (an engine that died, an emulator that exited): close what is left of it and
@@ -254,8 +278,6 @@ class VecEnv:
         Collector gives its sample weight 0) and the step before bootstraps from the value of the observation
         it acted on; its game is among the step's finished ones, truncated. Returns the new env's first
         observation. EnvCrash where the new env cannot be made or reset."""
-        self.allowed -= 1
-        self.restarts.append(Restart(i, str(raised), raised.trace))
         try:
             self.envs[i].close()
         except Exception:  # an env whose engine died often fails to close: what is left of it goes with it
@@ -276,11 +298,13 @@ class VecEnv:
         """A resume whose games were not restored: every env made anew with the seed of the next env of its
         place (`made`: how many were made there before, from the checkpoint), so that no resume replays the
         episodes (levels, seeds) the run began with. Returns the observations (k, ...)."""
-        for i in range(self.num_envs):
-            self.envs[i].close()
-            self.made[i] = made[i]
-            self.obs[i] = self._make(i, "made anew for the resumed run")
-        self.calling = None
+        try:
+            for i in range(self.num_envs):
+                self.envs[i].close()
+                self.made[i] = made[i]
+                self.obs[i] = self._make(i, "made anew for the resumed run")
+        finally:
+            self.calling = None
         return self.obs
 
     def get_state(self) -> list[dict] | None:
@@ -293,6 +317,23 @@ class VecEnv:
         for i, (env, state) in enumerate(zip(self.envs, states, strict=True)):
             self.obs[i] = env.set_state(state)
         return self.obs
+
+    def state_dict(self) -> dict:
+        """What a checkpoint keeps of this rank's envs: their games ("envs", None where they cannot be
+        snapshotted) and how many envs were made before the current one in each place ("env_made")."""
+        return {"envs": self.get_state(), "env_made": list(self.made)}
+
+    def load_state_dict(self, state: dict) -> bool:
+        """Restore the games of `state_dict()` when it holds them, else make every env anew with the seed of the
+        next env of its place (renew): no resume replays an episode. The observations now are in `obs`.
+        Returns whether the games go on (what lives with them is restored only then: RankParts)."""
+        made = list(state.get("env_made") or [0] * self.num_envs)
+        if state.get("envs") is None:
+            self.renew(made)
+            return False
+        self.set_state(state["envs"])
+        self.made = made
+        return True
 
     def close(self) -> None:
         for env in self.envs:

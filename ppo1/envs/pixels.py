@@ -353,7 +353,7 @@ class VecPixels(VecEnv):
         super().__init__(envs, remake)
 
 
-PIXELS = Family(
+PIXELS_FAMILY = Family(
     "pixels", "image-observation envs", presets=("paper", "fast", "cleanrl", "baselines", "vizdoom"),
     observations=has_images, frame_flags=True, obs_vectors=True, known_packages=True)
-VecPixels.family = PIXELS
+VecPixels.family = PIXELS_FAMILY

@@ -164,11 +164,11 @@ def _open_game(env_id: str, seed: np.random.SeedSequence, options):
     return env, obs, env.rgb().shape[:2], env.fps
 
 
-PROCGEN = Family(
+PROCGEN_FAMILY = Family(
     "procgen", "Procgen games (procgen:<game>)", presets=("procgen",),
     claims=lambda env_id, env_kwargs: is_procgen(env_id),
     make_vec=lambda env_id, num_envs, seed, rank, options: VecProcgen(env_id, num_envs, seed, rank, options.levels),
     make_eval=lambda env_id, seed, render_mode, options: ProcgenEnv(env_id, seed, options.levels),
     open_game=_open_game, frame_flags_why="procgen", time_limit_why="its games end by themselves",
     env_kwargs=False, obs_spec=PROCGEN_SPEC, eval_note=_eval_note)
-VecProcgen.family = PROCGEN
+VecProcgen.family = PROCGEN_FAMILY

@@ -22,8 +22,7 @@ from ppo1.envs.base import (Episode, ResetSeeds, VecEnv, checked_reward, env_cal
 from ppo1.envs.family import Family
 from ppo1.envs.masks import ActionMasks, mask_words, numbers, without_mask
 from ppo1.envs.spaces import VECTORS, has_images, has_vectors, to_vector, vector_size
-from ppo1.observations import ACTION_MASK, Obs, ObsSpec
-from ppo1.observations import VECTOR as VECTOR_ENTRY  # VECTOR here is the family
+from ppo1.observations import ACTION_MASK, VECTOR, Obs, ObsSpec
 
 
 class GymEnv:
@@ -86,12 +85,12 @@ class GymEnv:
     def reads(self) -> str:
         """What the policy reads, in words (VecEnv.reads): the vector and the mask."""
         size = self.obs_spec.vector_size
-        return "; ".join([f"{VECTOR_ENTRY} ({size},): the observation as {numbers(size)}", *mask_words(self.masks)])
+        return "; ".join([f"{VECTOR} ({size},): the observation as {numbers(size)}", *mask_words(self.masks)])
 
     def _checked(self, obs) -> Obs:
         """The env's observation as the float32 vector (D,) of to_vector, checked against its space (EnvDataError),
         and its action mask where it masks actions."""
-        entries = {VECTOR_ENTRY: to_vector(self.env_id, self.features_space, obs)}
+        entries = {VECTOR: to_vector(self.env_id, self.features_space, obs)}
         if self.masks is not None:
             entries[ACTION_MASK] = self.masks.read(obs)
         return Obs(entries)
@@ -144,7 +143,7 @@ class VecGym(VecEnv):
         self.observation_space = self.envs[0].observation_space
 
 
-VECTOR = Family(
+VECTOR_FAMILY = Family(
     "vector", "vector-observation envs", presets=("mujoco", "ppo_lstm"), recurrent_preset="ppo_lstm",
     observations=has_vectors, frame_flags_why="vector", images=False)
-VecGym.family = VECTOR
+VecGym.family = VECTOR_FAMILY

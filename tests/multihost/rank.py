@@ -16,12 +16,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
 
 from ppo1 import cli, distributed, watchdog  # noqa: E402
 
-train_module = importlib.import_module("ppo1.train")  # the module (`from ppo1 import train` is the API's function)
+train_module = importlib.import_module("ppo1.trainer")
 
 
 def probe() -> int:
     from ppo1.config import Config
-    from ppo1.train import configure_threads
+    from ppo1.trainer import configure_threads
     comm = distributed.Comm.create()
     threads = configure_threads(Config(), comm)
     print(json.dumps({"rank": comm.rank, "host": socket.gethostname(), "local_size": comm.local_size,

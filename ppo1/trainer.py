@@ -18,12 +18,12 @@ from ppo1 import device as devices
 from ppo1.actions import action_nvec
 from ppo1.advantages import RewardNormalizer, gae, shape_rewards
 from ppo1.bounds import check_batch_memory
-from ppo1.checkpoint import ModelIO, RankState, TrainState
+from ppo1.checkpoint import ModelIO, RankParts, RankRngs, TrainState
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, Spares, make_vec_env
 from ppo1.envs.calls import CallTimer
-from ppo1.evaluation import Evaluation
+from ppo1.evaluation import BestSoFar, Evaluation
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
 from ppo1.observations import Obs
@@ -58,11 +58,10 @@ class Trainer:
         self.spares = spares
         self.profile = comm.profile  # env, inference, update and comm (allreduce) seconds of this rank
         self.exit_code, self.reason = 0, "done"
-        self.rnn_state = None  # --rnn: the envs' states restored from a checkpoint with their games (None: zeros)
         self.restarts = EnvRestarts(config.env_restarts, config.env_restart_window, comm.rank, config.run_dir)
         self.calls = CallTimer(config.env_step_timeout, comm.rank)  # --env_step_timeout; setup gives it the envs
         self.evaluation: Evaluation | None = None  # --eval_interval: this rank's evaluation envs
-        self.best: dict | None = None  # rank 0: best.pt's evaluation record (score, iteration), None before one
+        self.best = BestSoFar(config.run_dir)  # rank 0: the best evaluation so far and best.pt
         self.wandb: WandbLog | None = None  # --wandb: rank 0's W&B run (None elsewhere, or when it did not start)
 
     def run(self) -> dict:
@@ -159,7 +158,7 @@ class Trainer:
                                                cfg.adam_epsilon)
             if comm.is_root:
                 saved, path = self._newest_checkpoint()
-                self._best_so_far()
+                self.best.load(self.log, say_score=bool(cfg.eval_interval))
             if cfg.eval_interval:  # made once, here: an env that cannot be made stops the run before any work
                 self.evaluation = Evaluation(cfg, comm, saved.iteration if saved is not None else 0)
         except PPO1Error as e:
@@ -174,15 +173,6 @@ class Trainer:
             raise
         return (*comm.bcast((saved, path)), obs)
 
-    def _best_so_far(self) -> None:
-        """Rank 0: the score of the run's best.pt, so that a resumed run replaces it only with a better one."""
-        self.best, problem = checkpoint.best_record(self.config.run_dir)
-        if problem:
-            self.log(f"ppo1: warning: {problem}; the next evaluation replaces it")
-        elif self.best is not None and self.config.eval_interval:
-            self.log(f"ppo1: best evaluation so far: score {self.best['score']:.2f} at iteration "
-                     f"{self.best['iteration']} ({checkpoint.BEST})")
-
     def _newest_checkpoint(self) -> tuple[TrainState | None, str | None]:
         """Rank 0: the newest checkpoint that resumes and fits this run, or (None, None). Raises PPO1Error."""
         saved, path, problems = checkpoint.load_newest(self.config.run_dir, resume=True)
@@ -196,8 +186,8 @@ class Trainer:
 
     def resume(self, saved: TrainState | None, path: str | None, obs: Obs) -> None:
         """Collective: this run's TrainState, from `saved` when there is one (model, optimizer and
-        counters; every rank's RNGs and games when it ran on as many ranks), then rank 0's parameters
-        everywhere; then the loop's collector, logs and clocks. `obs`: the envs' first observations (setup)."""
+        counters; every rank's parts, rank_parts, when it ran on as many ranks), then rank 0's parameters
+        everywhere; then the loop's logs and clocks. `obs`: the envs' first observations (setup)."""
         cfg, comm = self.config, self.comm
         # model, optimizer and ranks: filled at each save
         nvec = action_nvec(self.venv.action_space)
@@ -205,19 +195,26 @@ class Trainer:
                                 n_actors=self.n_actors, obs_spec=self.venv.obs_spec.to_list(),
                                 action_nvec=None if nvec is None else list(nvec),
                                 model_io=ModelIO.of(self.venv.action_space, self.venv.stacked))
+        self.venv.mend_with(self.restarts)  # --env_restarts: an env whose step raises is made anew
+        self.collector = make_collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
+                                        self.profile, cfg.seq_len())
+        self.rank_parts = RankParts(rngs=RankRngs(self.rng, self.device), envs=self.venv, restarts=self.restarts,
+                                    collector=self.collector,
+                                    returns=None if self.reward_norm is None else self.reward_norm.returns)
         error = None
         try:  # a checkpoint whose contents do not fit is one line on every rank, not a traceback
             if saved is not None:
-                obs = self._restore(saved, obs)
+                self._restore(saved)
         except Exception as e:
             error = PPO1Error(f"checkpoint {path} does not fit this run and cannot be restored: {error_line(e)}")
         comm.agree(error)
         comm.broadcast_parameters(self.policy)
         comm.check_synced(self.policy)
-        self._open_logs(obs)
+        self._open_logs()
 
-    def _restore(self, saved: TrainState, obs: Obs) -> Obs:
-        """Load `saved` into this rank. Returns the envs' observations (restored, or `obs`)."""
+    def _restore(self, saved: TrainState) -> None:
+        """Load `saved` into this rank: the run's model, optimizer and counters; the parts of this rank
+        (rank_parts) when it ran on as many ranks, else new games with seeds no earlier rank used."""
         self.policy.load_state_dict(saved.model)
         self.optimizer.load_state_dict(saved.optimizer)
         self.state.iteration, self.state.timesteps, self.state.episodes = saved.iteration, saved.timesteps, saved.episodes
@@ -225,27 +222,19 @@ class Trainer:
         self.state.wandb_id = saved.wandb_id  # the W&B run a resume continues
         if self.reward_norm is not None and saved.reward_norm is not None:
             self.reward_norm.load_state_dict(saved.reward_norm)
-        k = self.config.envs_per_rank
-        if saved.n_ranks == self.comm.size:
-            mine = saved.rank(self.comm.rank)
-            restored = mine.restore(self.rng, self.venv, self.device)
-            self.restarts.iterations = list(mine.restarts or [])
-            made = list(mine.env_made or [0] * k)
-            if restored is not None:  # the games go on: so do their recurrent states and running returns
-                self.venv.made = made
-                self.rnn_state = mine.rnn_state
-                if self.reward_norm is not None and mine.reward_ret is not None:
-                    self.reward_norm.ret[:] = mine.reward_ret.numpy()
-                return restored
-            return self.venv.renew(made)  # new games, with seeds of their own: from zeros, as every episode start
-        self.log(f"ppo1: the checkpoint ran on {saved.n_ranks} ranks, this run on {self.comm.size} (same "
-                 f"{self.n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
-        ranks = [saved.rank(r) for r in range(saved.n_ranks)]  # no seed of the earlier ranks' envs again:
-        self.restarts.iterations = max((list(r.restarts or []) for r in ranks), key=len)  # past every place's count
-        return self.venv.renew([max(m for r in ranks for m in (r.env_made or [0]))] * k)
+        if saved.n_ranks == self.comm.size:  # the games go on where saved (with their memories and running
+            self.rank_parts.load_state_dict(saved.rank(self.comm.rank))  # returns), or anew from zeros
+        else:
+            self.log(f"ppo1: the checkpoint ran on {saved.n_ranks} ranks, this run on {self.comm.size} (same "
+                     f"{self.n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
+            ranks = [saved.rank(r) for r in range(saved.n_ranks)]
+            self.restarts.load_state_dict(max(ranks, key=lambda r: len(r.get("restarts") or [])))  # the most counted
+            # no seed of the earlier ranks' envs again: every place past the most envs made in any
+            self.venv.renew([max(m for r in ranks for m in (r.get("env_made") or [0]))] * self.venv.num_envs)
+        self.collector.resume_from(self.venv.obs)
 
-    def _open_logs(self, obs: Obs) -> None:
-        """The loop's collector, compiled forward (--compile), logs (rank 0: console, progress.csv,
+    def _open_logs(self) -> None:
+        """The loop's compiled forward (--compile), logs (rank 0: console, progress.csv,
         TensorBoard, videos; every rank: its episode CSV) and clocks."""
         cfg, comm, state = self.config, self.comm, self.state
         self.n_iters = cfg.num_iterations(comm.size)
@@ -269,8 +258,6 @@ class Trainer:
                 state.wandb_id = self.wandb.run_id if self.wandb is not None else state.wandb_id
         self.recorder = Recorder(progress, [self.wandb] if self.wandb is not None else [])
         self.episode_log = EpisodeLog(cfg.run_dir, comm.rank, warn=self.log if comm.is_root else None)
-        self.collector = make_collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
-                                        self.profile, cfg.seq_len(), self.rnn_state)
         self.dist_fn = devices.CompiledDist(self.policy, lambda m: self.log(m)) if cfg.compile else None
         self.start, self.start_steps, self.start_iteration = time.time(), state.timesteps, state.iteration
 
@@ -280,20 +267,17 @@ class Trainer:
         its own: its traceback into the run directory) is one PPO1Error naming the iteration, raised before
         anything of it is used: the newest checkpoint stays the last good one."""
         iteration = self.state.iteration + 1
-        self.venv.allowed = self.restarts.allowed(iteration)
+        self.restarts.begin(iteration)  # an env made anew meanwhile: a warning on the rank, its trace kept
         try:
-            seg = self.collector.collect()
+            return self.collector.collect()
         except (EnvDataError, EnvCrash) as e:
-            self.venv.calling = None  # the call that raised is over
             raise self.restarts.error(e, iteration) from None
-        self.restarts.note(self.venv.restarts, iteration)  # an env made anew: a warning on the rank, its trace kept
-        return seg
 
     def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
         """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch.
         Returns this rank's statistics: the update's means and the value function's explained variance."""
         self.wd.phase = "observation statistics allreduce"
-        moved = self.policy.observe(seg.obs, self.comm.sum)  # baselines: before the epochs
+        moved = self.policy.observe(seg.step_obs, self.comm.sum)  # baselines: before the epochs
         self.wd.phase = "gradient allreduce"
         with self.profile.timer("update"):
             batch = seg.batch(self.device, self.rng, standardize_adv=self.config.adv_norm == "batch")
@@ -356,26 +340,8 @@ class Trainer:
             return
         self.recorder.record(**row)
         line = self.evaluation.line(state.iteration, state.timesteps, row)
-        score = float(row["eval_return_mean"])
-        if self.best is None or score > self.best["score"]:
-            line += self._save_best(score)
-        elif self.best is not None:
-            line += f"; best {self.best['score']:.2f} (iteration {self.best['iteration']})"
-        self.log(line)
-
-    def _save_best(self, score: float) -> str:
-        """Rank 0: write the policy as best.pt with its evaluation's record. Returns what the console line adds; a
-        best.pt that cannot be written is a warning there (the previous one is intact, and stays the best)."""
-        cfg, state = self.config, self.state
-        record = {"score": score, "iteration": state.iteration, "timesteps": state.timesteps,
-                  "games": cfg.eval_episodes, "greedy": cfg.eval_greedy}
-        best = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()), best=record)
-        try:
-            path = checkpoint.save_best(cfg.run_dir, best)
-        except checkpoint.CheckpointWriteError as e:
-            return f"; warning: the new best not written ({e}); the previous {checkpoint.BEST} is intact"
-        self.best = record
-        return f"; new best -> {path}"
+        self.log(line + self.best.offer(float(row["eval_return_mean"]), state,  # the model copied for a new best only
+                                        lambda: devices.to_cpu(self.policy.state_dict()), self.config))
 
     def stop_reason(self, stop: StopRequest) -> str | None:
         """Collective: why training stops after this iteration (a signal on any rank, --stop_after_iterations), or
@@ -418,9 +384,8 @@ class Trainer:
         """Collective: rank 0 writes a checkpoint of every rank's state. Returns the error, if any."""
         comm, state = self.comm, self.state
         self.wd.phase = "checkpoint gather"
-        norm = self.reward_norm  # --norm_reward: its statistics (rank 0's = every rank's) and each rank's returns
-        ranks = comm.gather(RankState.capture(self.rng, self.venv, self.device, None if norm is None else norm.ret,
-                                              self.collector.memory, self.restarts.iterations).to_dict())
+        norm = self.reward_norm  # --norm_reward: its statistics, rank 0's = every rank's (the returns: rank_parts)
+        ranks = comm.gather(self.rank_parts.state_dict())
         problem = None
         if comm.is_root:
             snapshot = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()),
