@@ -1,6 +1,7 @@
 """--mode play end to end: real checkpoints of tiny training runs, real whole games, real mpirun."""
 import re
 import shutil
+import socket
 
 import numpy as np
 import pytest
@@ -165,3 +166,17 @@ def test_a_recurrent_policy_plays_with_its_memory_zeroed_after_each_lost_life_as
     player.after_step(env, None)
     assert player.memory.any()
     env.close()
+
+
+def test_render_needs_an_x_server_that_answers_not_just_a_display_variable():
+    from ppo1.play import x_server_answers
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert port >= 6000
+        assert x_server_answers(f"127.0.0.1:{port - 6000}.0")
+    assert not x_server_answers(f"127.0.0.1:{port - 6000}")  # closed now
+    assert not x_server_answers(":987")
+    assert not x_server_answers("") and not x_server_answers("garbage")
