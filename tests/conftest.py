@@ -268,6 +268,24 @@ def killed_on_failure(proc):
             proc.wait()
 
 
+def signalled(args: list[str], progress, sig: int, np_: int = 1, after: int = 2, twice: bool = False,
+              check=None, timeout: float = 120, **how) -> tuple[int, str, str]:
+    """Start `args` in the background (start(args, np_, **how)), wait for `after` complete rows of the CSV file
+    `progress`, call check(proc) (what holds while it runs), send `sig` to its first process (twice, 0.2 s apart,
+    if asked) and wait for its end. Returns (exit status, stdout, stderr)."""
+    proc = start(args, np_, **how)
+    with killed_on_failure(proc):
+        wait_for_rows(progress, after, proc)
+        if check:
+            check(proc)
+        proc.send_signal(sig)
+        if twice:
+            time.sleep(0.2)
+            proc.send_signal(sig)
+        out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
 def rows(path) -> list[dict]:
     """The complete records of a CSV file, by its header's columns: a last line without its line end (being
     written at this moment) is not one yet."""

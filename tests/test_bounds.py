@@ -1,6 +1,7 @@
 """Bounds on the flags that could hurt the machine (issue 12): a value out of bounds is refused in one line
-before any work. The table in this process through the CLI's own parser and build_config; one real
-`mpirun -np 2` launch for the flags stage on every rank, one run for the batch's memory check at set-up."""
+before any work. The table in this process through the CLI's own parser and build_config (a started CLI's line
+on every rank for each stage: test_cli's test_bad_input_ends_all_ranks_...); one run for the batch's memory check
+at set-up."""
 import pytest
 
 from conftest import one_line_error, run_cli
@@ -45,8 +46,3 @@ def test_a_batch_that_would_not_fit_in_memory_is_refused_in_one_line(tmp_path):
                  "--checkpoint_dir", str(tmp_path)])
     one_line_error(r, "one iteration's batch needs")
 
-
-def test_a_negative_count_is_refused_on_every_rank(tmp_path):
-    # the flags stage's refusal under a real mpirun: one line, exit 2 on every rank
-    r = run_cli(["--stop_after_iterations", "-1", "--checkpoint_dir", str(tmp_path)], np_=2)
-    one_line_error(r, "must be a whole number >= 0")

@@ -1,6 +1,6 @@
 """A run's config.json that cannot be used (issue 12): one line naming the file, never a traceback nor advice about
-a flag. The table in this process, through the CLI's own build_config; one real `mpirun -np 2` launch shows the
-line and exit status 2 on every rank."""
+a flag. The table in this process, through the CLI's own build_config; started CLIs show the line and exit
+status 2."""
 import pytest
 
 from conftest import FAST, one_line_error, run_cli
@@ -38,10 +38,10 @@ def test_a_bad_config_json_is_refused_naming_the_file(tmp_path, case):
     assert "--gamma" not in line and "--deterministic" not in line and "\n" not in line
 
 
-def test_a_config_json_that_is_a_directory_is_one_line_on_every_rank(tmp_path):
-    # the config stage's refusal under a real mpirun
+def test_a_config_json_that_is_a_directory_is_one_line(tmp_path):
+    # (the config stage's line on every rank under mpirun: test_cli's test_bad_input_ends_all_ranks_...)
     (tmp_path / "r" / "config.json").mkdir(parents=True)
-    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r"], np_=2)
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r"])
     one_line_error(r, f"cannot read {tmp_path / 'r' / 'config.json'}: it is a directory (EISDIR)")
 
 

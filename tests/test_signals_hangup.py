@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from conftest import FAST, REPO, killed_on_failure, mpirun_command, rows, start, wait_for_rows
+from conftest import FAST, REPO, killed_on_failure, mpirun_command, rows, signalled, start, wait_for_rows
 
 
 def _children(pid):
@@ -29,23 +29,6 @@ def _children(pid):
             found.append(child)
             stack.append(child)
     return found
-
-
-def launched_ranks(pid):
-    """{rank: pid} of the MPI processes an mpirun (`pid`) started, from their launcher's environment (the
-    processes that run run_atari: what a rank starts, as its envs' reaper, inherits that environment)."""
-    ranks = {}
-    for child in _children(pid):
-        with contextlib.suppress(OSError):
-            with open(f"/proc/{child}/cmdline", "rb") as f:
-                if b"run_atari" not in f.read().split(b"\0"):
-                    continue
-            with open(f"/proc/{child}/environ", "rb") as f:
-                env = dict(v.split(b"=", 1) for v in f.read().split(b"\0") if b"=" in v)
-            for var in (b"PMI_RANK", b"OMPI_COMM_WORLD_RANK", b"PMIX_RANK"):
-                if var in env:
-                    ranks[int(env[var])] = child
-    return ranks
 
 
 def launched_ranks(pid):
@@ -84,15 +67,11 @@ def stopped_by_hangup(run, out, err, code):
 def test_sighup_stops_a_single_process_after_the_iteration_with_a_checkpoint_and_no_ucx_output(tmp_path):
     args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
             "--model_name", "h"]
-    proc = start(args)
-    with killed_on_failure(proc):
-        wait_for_rows(tmp_path / "h" / "progress.csv", 2, proc)
+    def caught(proc):
         assert signal.SIGHUP in signal_mask(proc.pid, "SigCgt")
-        proc.send_signal(signal.SIGHUP)
-        time.sleep(0.2)
-        proc.send_signal(signal.SIGHUP)  # a hang-up may come twice (shell, kernel): not "exit at once"
-        out, err = proc.communicate(timeout=120)
-    done = stopped_by_hangup(tmp_path / "h", out, err, proc.returncode)
+    # a hang-up may come twice (shell, kernel): not "exit at once"
+    code, out, err = signalled(args, tmp_path / "h" / "progress.csv", signal.SIGHUP, twice=True, check=caught)
+    done = stopped_by_hangup(tmp_path / "h", out, err, code)
     assert f"ppo1: stopped by SIGHUP (a hang-up) at iteration {done} " in out and "second" not in err, (out, err)
 
 
@@ -206,13 +185,11 @@ def test_sighup_to_the_np_launcher_stops_every_rank_with_a_checkpoint_and_exit_1
     mpirun_command(2)
     args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
             "--model_name", "w"]
-    proc = start(["--np", "2", *args], fresh=True)
-    with killed_on_failure(proc):
-        wait_for_rows(tmp_path / "w" / "progress.csv", 2, proc)
+    def launcher_ignores_it(proc):
         launcher = _children(proc.pid)
         assert launcher and all(signal.SIGHUP in signal_mask(pid, "SigIgn") for pid in launcher)
-        proc.send_signal(signal.SIGHUP)
-        proc.send_signal(signal.SIGHUP)  # a hang-up often comes twice
-        out, err = proc.communicate(timeout=120)
-    stopped_by_hangup(tmp_path / "w", out, err, proc.returncode)  # its resume: test_sighup_to_one_rank_...
+    # a hang-up often comes twice
+    code, out, err = signalled(["--np", "2", *args], tmp_path / "w" / "progress.csv", signal.SIGHUP, twice=True,
+                               check=launcher_ignores_it, fresh=True)
+    stopped_by_hangup(tmp_path / "w", out, err, code)
     assert err.count("ppo1: hang-up: every rank stops") == 1 and "stopped by SIGTERM" in out, (out, err)

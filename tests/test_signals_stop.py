@@ -10,20 +10,15 @@ import time
 
 import pytest
 
-from conftest import FAST, REPO, killed_on_failure, rows, start, wait_for_rows
+from conftest import FAST, REPO, killed_on_failure, rows, signalled, start
 
 
 def test_a_second_sigterm_exits_at_once_with_one_line(tmp_path):
     args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
             "--model_name", "s"]
-    proc = start(args, np_=2)
-    with killed_on_failure(proc):
-        wait_for_rows(tmp_path / "s" / "progress.csv", 1, proc)
-        proc.send_signal(signal.SIGTERM)
-        time.sleep(0.2)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143, err
+    code, out, err = signalled(args, tmp_path / "s" / "progress.csv", signal.SIGTERM, np_=2, after=1, twice=True,
+                               timeout=60)
+    assert code == 143, err
     # the second signal lands during the iteration (no checkpoint yet), after the stop's checkpoint
     # (when the first came near an iteration's end: it must not die of the default action, exit 15),
     # after rank 0 has already ended the stop, or first on rank 1, whose exit ends the job before rank 0
