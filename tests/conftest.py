@@ -146,8 +146,8 @@ TINY = ["--env_steps", "512", "--envs_per_rank", "2", "--timesteps_per_actorbatc
 
 
 # 1 rank x 2 envs x 64 steps = 128 steps per iteration (2 ranks: 256); a checkpoint every iteration
-FAST = ["--envs_per_rank", "2", "--timesteps_per_actorbatch", "64", "--optim_batchsize", "16", "--num_threads", "1",
-        "--save_interval", "1"]
+FAST = ["--envs_per_rank", "2", "--timesteps_per_actorbatch", "64", "--optim_batchsize", "16", "--num_threads",
+        "1", "--save_interval", "1"]
 
 
 @pytest.fixture(scope="session")
