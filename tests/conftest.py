@@ -35,7 +35,8 @@ def mpirun_command(np_: int) -> list[str]:
 
 class ForkServer:
     """tests/forkserver.py: one process that has imported torch, gymnasium and ppo1, forking a real child
-    process per single-process run (it then pays no interpreter start and no torch import). Only runs of one
+    process per single-process run (it then pays no interpreter start and no torch import): to its end (run) or
+    in the background (start: a ForkedRun the test signals and waits on). Only runs of one
     process without MPI are forked, where what a test pins does not depend on how the process started: every
     `mpirun` run starts real ranks (`python -m run_atari`), each with its own interpreter, imports, signal
     dispositions and exit, as users start them."""

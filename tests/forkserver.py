@@ -8,7 +8,7 @@ Protocol: one JSON object per line on stdin, one reply per line on stdout, one r
     {"argv": [...], "cwd": "...", "timeout": s}: a run to its end, its reply
         {"returncode": n, "stdout": "...", "stderr": "...", "timed_out": b};
     {"start": true, "argv": [...], "cwd": "...", "stdout": path, "stderr": path}: a run in the background, its
-        streams into those files; the reply {"pid": n} comes at once (the test signals it, others runs come
+        streams into those files; the reply {"pid": n} comes at once (the test signals it, other runs come
         meanwhile);
     {"wait": pid, "timeout": s}: wait up to s seconds for a background run (0: poll); the reply
         {"returncode": n}, or null while it runs. The child is this server's, so the server reaps it.

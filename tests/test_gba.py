@@ -1,7 +1,7 @@
 """examples/pokemon_emerald.py: without a ROM, one line; with a minimal ROM the test writes itself (a valid
 header and one branch-to-itself instruction: no copyrighted data), the GBA emulator path end to end: train
-under mpirun -np 2, resume, play, movie, snapshot. That part needs the `gba` extra (pygba, mgba, pillow; mgba
-needs libmgba0.10); it skips with that reason where they are not installed."""
+in one process of 4 emulators, resume, play, movie, snapshot. That part needs the `gba` extra (pygba, mgba,
+pillow; mgba needs libmgba0.10); it skips with that reason where they are not installed."""
 import functools
 import json
 import os
@@ -70,16 +70,16 @@ def test_a_gba_rom_trains_resumes_plays_records_and_snapshots(tmp_path):
     tmp = tmp_path / "tmp"  # where the example copies the ROM for each emulator, and removes the copy again
     tmp.mkdir()
     env = {"TMPDIR": str(tmp)}
-    four = [*TINY, "--envs_per_rank", "4"]  # 4 x 128 steps an iteration
-    r = run_cli([*four, *run, *memory, "--env_steps", "1024", "--stop_after_iterations", "1", "--snapshot_interval",
+    four = [*TINY, "--envs_per_rank", "4", "--timesteps_per_actorbatch", "64"]  # 4 x 64 steps an iteration
+    r = run_cli([*four, *run, *memory, "--env_steps", "512", "--stop_after_iterations", "1", "--snapshot_interval",
                  "1"], env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "1 ranks x 4 envs" in r.stdout and (tmp_path / "ck" / "gba" / "snapshot.png").exists()
     saved = json.loads((tmp_path / "ck" / "gba" / "config.json").read_text())
     assert (saved["rnn"], saved["pixels"]["frame_stack"]) == ("lstm", 1)
-    r = run_cli([*four, *run, "--env_steps", "1024"], env=env)
+    r = run_cli([*four, *run, "--env_steps", "512"], env=env)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "resuming from" in r.stdout and "ppo1: done: 1024 steps in 2 iterations" in r.stdout
+    assert "resuming from" in r.stdout and "ppo1: done: 512 steps in 2 iterations" in r.stdout
     r = run_cli(["--mode", "play", "--episodes", "2", *run], env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.count("40 agent steps (cut by the env's time limit)") == 2, r.stdout
