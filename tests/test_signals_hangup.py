@@ -13,29 +13,14 @@ import pytest
 import torch
 
 from conftest import FAST, REPO, killed_on_failure, mpirun_command, rows, signalled, start, wait_for_rows
-
-
-def _children(pid):
-    """The pids of every descendant of `pid`."""
-    kids = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                with open(f"/proc/{entry}/stat") as f:
-                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    stack, found = [pid], []
-    while stack:
-        for child in kids.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
+from ppo1.launch import descendants
 
 
 def launched_ranks(pid):
     """{rank: pid} of the MPI processes an mpirun (`pid`) started, from their launcher's environment (the
     processes that run run_atari: what a rank starts, as its envs' reaper, inherits that environment)."""
     ranks = {}
-    for child in _children(pid):
+    for child in descendants(pid):
         with contextlib.suppress(OSError):
             with open(f"/proc/{child}/cmdline", "rb") as f:
                 if b"run_atari" not in f.read().split(b"\0"):
@@ -186,7 +171,7 @@ def test_sighup_to_the_np_launcher_stops_every_rank_with_a_checkpoint_and_exit_1
     args = [*FAST, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
             "--model_name", "w"]
     def launcher_ignores_it(proc):
-        launcher = _children(proc.pid)
+        launcher = descendants(proc.pid)
         assert launcher and all(signal.SIGHUP in signal_mask(pid, "SigIgn") for pid in launcher)
     # a hang-up often comes twice
     code, out, err = signalled(["--np", "2", *args], tmp_path / "w" / "progress.csv", signal.SIGHUP, twice=True,
