@@ -31,7 +31,7 @@ def test_stopped_and_resumed_run_is_bit_identical_to_an_uninterrupted_one(tmp_pa
     # games with their frame stacks, the schedules), and each env's recurrent state at the stop (zeros instead
     # would change the resumed run)
     memory = ["--rnn", "lstm", "--bptt_len", "16"]
-    common = [*TINY, *memory, "--deterministic", "--env_steps", "512", "--checkpoint_dir", str(tmp_path)]  # 2 iterations
+    common = [*TINY, *memory, "--deterministic", "--env_steps", "512", "--checkpoint_dir", str(tmp_path)]  # 2 iters
     full = run_cli([*common, "--model_name", "full"], np_=2)
     assert full.returncode == 0, full.stderr
     part = run_cli([*common, "--model_name", "part", "--stop_after_iterations", "1"], np_=2)
