@@ -53,10 +53,12 @@ play: venv
 movie: venv
 	$(PY) -m run_atari --mode movie --model_name $(RUN) --greedy --gif --max_frames 4800 $(ARGS)
 
-# The suite in 2 workers, one test file each (its module fixtures shared): the tests wait on processes
-# (mpirun, signals, checkpoints) as much as they compute.
+# The suite in 2 workers (the tests wait on processes: mpirun, signals, checkpoints, as much as they compute).
+# worksteal: each worker starts on its half of the tests in file order and takes half of the other's queue when
+# its own runs dry, so both stay busy to the end whatever a file's length; a file split between them builds its
+# module fixtures on each (they are per worker, in its own temp directory).
 test: venv
-	$(PY) -m pytest -q -n 2 --dist loadfile tests
+	$(PY) -m pytest -q -n 2 --dist worksteal tests
 
 bench: venv
 	$(PY) -m bench.throughput $(ARGS)

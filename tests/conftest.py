@@ -1,27 +1,22 @@
 """Shared test helpers: running the real CLI, under a real `mpirun -np N` where asked."""
 from __future__ import annotations
 
+import contextlib
+import csv
 import functools
+import io
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-# The files that take longest (about 20-115 s each on 2 cores), started first: `make test` hands whole files
-# to its 2 workers in collection order, so the short files left for the end let both workers finish together.
-SLOWEST_FIRST = ["test_faults.py", "test_resume.py", "test_cli.py", "test_device.py", "test_stop_signals.py",
-                 "test_recurrent.py", "test_gba.py", "test_mlp.py", "test_own_env.py", "test_multihost.py",
-                 "test_wandb.py", "test_bench.py", "test_play.py", "test_evaluation.py", "test_env_restarts.py"]
-
-
-def pytest_collection_modifyitems(items):
-    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(SLOWEST_FIRST)))  # stable: each file's own order
 
 
 @functools.lru_cache(maxsize=None)
@@ -40,7 +35,8 @@ def mpirun_command(np_: int) -> list[str]:
 
 class ForkServer:
     """tests/forkserver.py: one process that has imported torch, gymnasium and ppo1, forking a real child
-    process per single-process run (it then pays no interpreter start and no torch import). Only runs of one
+    process per single-process run (it then pays no interpreter start and no torch import): to its end (run) or
+    in the background (start: a ForkedRun the test signals and waits on). Only runs of one
     process without MPI are forked, where what a test pins does not depend on how the process started: every
     `mpirun` run starts real ranks (`python -m run_atari`), each with its own interpreter, imports, signal
     dispositions and exit, as users start them."""
@@ -50,19 +46,69 @@ class ForkServer:
         self.proc = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "forkserver.py")], cwd=REPO,
                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
-    def run(self, cmd: list[str], args: list[str], timeout: float, cwd: str) -> subprocess.CompletedProcess:
-        self.proc.stdin.write(json.dumps({"argv": args, "cwd": cwd, "timeout": timeout}) + "\n")
+    def ask(self, request: dict) -> dict:
+        """Send one request, return the server's reply (see tests/forkserver.py's protocol)."""
+        self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         assert line, "the fork server died"
-        r = json.loads(line)
+        return json.loads(line)
+
+    def run(self, cmd: list[str], args: list[str], timeout: float, cwd: str) -> subprocess.CompletedProcess:
+        r = self.ask({"argv": args, "cwd": cwd, "timeout": timeout})
         if r["timed_out"]:
             raise subprocess.TimeoutExpired(cmd, timeout, r["stdout"], r["stderr"])
         return subprocess.CompletedProcess(cmd, r["returncode"], r["stdout"], r["stderr"])
 
+    def start(self, args: list[str], cwd: str) -> "ForkedRun":
+        """A run of `python -m run_atari ARGS` in the background: the server forks it and answers its pid at
+        once, so other runs (and the tests' signals) can come while it trains."""
+        streams = tempfile.mkdtemp(prefix="ppo1-forked-")
+        out, err = os.path.join(streams, "stdout"), os.path.join(streams, "stderr")
+        r = self.ask({"start": True, "argv": args, "cwd": cwd, "stdout": out, "stderr": err})
+        return ForkedRun(self, r["pid"], out, err)
+
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
+
+
+class ForkedRun:
+    """A background run the ForkServer forked, with what tests use of a Popen: pid (its session's and process
+    group's id too), poll, wait, communicate (its whole stdout and stderr, read from the files it wrote) and
+    send_signal. The child is the server's, not this process's, so the server reports its exit status."""
+
+    def __init__(self, server: ForkServer, pid: int, out: str, err: str):
+        self.server, self.pid, self.out, self.err = server, pid, out, err
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """Its exit status, None while it runs."""
+        if self.returncode is None:
+            self.returncode = self.server.ask({"wait": self.pid, "timeout": 0})["returncode"]
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for its end (TimeoutExpired past `timeout` s); returns its exit status."""
+        if self.returncode is None:
+            self.returncode = self.server.ask({"wait": self.pid, "timeout": 3600 if timeout is None else timeout})[
+                "returncode"]
+        if self.returncode is None:
+            raise subprocess.TimeoutExpired(["run_atari"], timeout)
+        return self.returncode
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Wait for its end; returns (stdout, stderr)."""
+        self.wait(timeout)
+        texts = []
+        for path in (self.out, self.err):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                texts.append(f.read())
+        shutil.rmtree(os.path.dirname(self.out), ignore_errors=True)
+        return texts[0], texts[1]
+
+    def send_signal(self, sig: int) -> None:
+        os.kill(self.pid, sig)
 
 
 _fork_server: ForkServer | None = None
@@ -98,6 +144,26 @@ def run_cli(args: list[str], np_: int = 1, timeout: float = 300, cwd: str | None
 
 TINY = ["--env_steps", "512", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "128",
         "--optim_batchsize", "32", "--num_threads", "1"]
+
+
+# 1 rank x 2 envs x 64 steps = 128 steps per iteration (2 ranks: 256); a checkpoint every iteration
+FAST = ["--envs_per_rank", "2", "--timesteps_per_actorbatch", "64", "--optim_batchsize", "16", "--num_threads",
+        "1", "--save_interval", "1"]
+
+
+@pytest.fixture(scope="session")
+def small_run(tmp_path_factory):
+    """A run directory of 2 iterations of FAST (ckpt-1, ckpt-2, latest.pt = ckpt-2) to copy from (copy_run)."""
+    ck = tmp_path_factory.mktemp("small_run")
+    r = run_cli([*FAST, "--env_steps", "256", "--checkpoint_dir", str(ck), "--model_name", "t"])
+    assert r.returncode == 0, r.stderr
+    return ck / "t"
+
+
+def copy_run(run, tmp_path, name="r"):
+    """A copy of the run directory `run` as tmp_path/name (tests change their copy, never the original)."""
+    shutil.copytree(run, tmp_path / name)
+    return tmp_path / name
 
 
 @pytest.fixture(scope="session")
@@ -168,3 +234,95 @@ def run_script(path: str, np_: int, *args: str, timeout: float = 300) -> subproc
     if np_ > 1:
         cmd = mpirun_command(np_) + cmd
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
+
+
+def _hangup_default():
+    """In a started child: SIGHUP at its default, as a terminal starts a program, even when the suite itself
+    runs under nohup (whose ignored SIGHUP the child would inherit and, by design, keep ignoring)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def start(args: list[str], np_: int = 1, fresh: bool = False, cwd: str | None = None, env: dict | None = None):
+    """`python -m run_atari ARGS` in the background, in a session of its own (its process group: a terminal's
+    job) with SIGHUP at its default. Under a real `mpirun -np np_` when np_ > 1, and a fresh interpreter with
+    `env` added where `fresh` or `env` is given (what the test pins depends on how the process started: its
+    streams, an interpreter's start); else a child the ForkServer forks. Returns a Popen or a ForkedRun."""
+    if np_ == 1 and not fresh and not env:
+        return fork_server().start(list(args), cwd or REPO)
+    cmd = [sys.executable, "-m", "run_atari", *args]
+    if np_ > 1:
+        cmd = mpirun_command(np_) + cmd
+    env = dict(os.environ, **(env or {}), PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            cwd=cwd or REPO, start_new_session=True, preexec_fn=_hangup_default)
+
+
+@contextlib.contextmanager
+def killed_on_failure(proc):
+    """Kill `proc`'s process group if it is still running when the block ends (a failed assertion)."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def signalled(args: list[str], progress, sig: int, np_: int = 1, after: int = 2, twice: bool = False,
+              check=None, timeout: float = 120, **how) -> tuple[int, str, str]:
+    """Start `args` in the background (start(args, np_, **how)), wait for `after` complete rows of the CSV file
+    `progress`, call check(proc) (what holds while it runs), send `sig` to its first process (twice, 0.2 s apart,
+    if asked) and wait for its end. Returns (exit status, stdout, stderr)."""
+    proc = start(args, np_, **how)
+    with killed_on_failure(proc):
+        wait_for_rows(progress, after, proc)
+        if check:
+            check(proc)
+        proc.send_signal(sig)
+        if twice:
+            time.sleep(0.2)
+            proc.send_signal(sig)
+        out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def rows(path) -> list[dict]:
+    """The complete records of a CSV file, by its header's columns: a last line without its line end (being
+    written at this moment) is not one yet."""
+    with open(path, "rb") as f:
+        data = f.read()
+    text = data[:data.rfind(b"\n") + 1].decode("utf-8", errors="replace")
+    return list(csv.DictReader(io.StringIO(text, newline="")))
+
+
+def wait_for_rows(path, n: int, proc, timeout: float = 180) -> list[dict]:
+    """Wait until the CSV file `path` (progress.csv) holds n complete rows while `proc` runs; returns them."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            found = rows(path)
+            if len(found) >= n:
+                return found
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    raise AssertionError(f"{path}: not {n} rows in {timeout} s")
+
+
+def digest(path) -> str:
+    """The SHA-256 of a file's bytes."""
+    import hashlib
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def one_line_error(r, *expected) -> str:
+    """The run failed with status 2 and exactly one line on stderr (the error, holding each of `expected`), no
+    traceback anywhere. Returns the line."""
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("ppo1: error: "), r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    for text in expected:
+        assert text in lines[0], lines[0]
+    return lines[0]

@@ -4,8 +4,14 @@ torch import. Each child is a real process: it runs run_atari as `python -m run_
 from `cwd`), in a session of its own, with its own streams, exit status and atexit handlers. MPI ranks are never
 forked here: every `mpirun` run of the tests starts real `python -m run_atari` ranks (tests/conftest.py).
 
-Protocol: one JSON object per line on stdin, {"argv": [...], "cwd": "...", "timeout": s}; the reply on stdout,
-{"returncode": n, "stdout": "...", "stderr": "...", "timed_out": b}, one run at a time.
+Protocol: one JSON object per line on stdin, one reply per line on stdout, one request at a time:
+    {"argv": [...], "cwd": "...", "timeout": s}: a run to its end, its reply
+        {"returncode": n, "stdout": "...", "stderr": "...", "timed_out": b};
+    {"start": true, "argv": [...], "cwd": "...", "stdout": path, "stderr": path}: a run in the background, its
+        streams into those files; the reply {"pid": n} comes at once (the test signals it, other runs come
+        meanwhile);
+    {"wait": pid, "timeout": s}: wait up to s seconds for a background run (0: poll); the reply
+        {"returncode": n}, or null while it runs. The child is this server's, so the server reaps it.
 """
 import atexit
 import json
@@ -68,18 +74,47 @@ def become_run_atari(argv: list[str], cwd: str) -> None:
         os._exit(code)
 
 
-def run(req: dict) -> dict:
-    """Fork one run, wait for it (SIGKILL to its session past the timeout). Returns the reply."""
-    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+def fork_run(req: dict, out: int, err: int) -> int:
+    """Fork a child that runs `req` with stdout and stderr on the descriptors out and err. Returns its pid."""
     pid = os.fork()
     if pid == 0:
         try:
             sys.stdin.close()
-            os.dup2(out.fileno(), 1)
-            os.dup2(err.fileno(), 2)
+            os.dup2(out, 1)
+            os.dup2(err, 2)
         except BaseException:
             os._exit(1)
         become_run_atari(req["argv"], req["cwd"])
+    return pid
+
+
+def start(req: dict) -> dict:
+    """Fork one run in the background, its streams into the files req names. Returns the reply (its pid)."""
+    fds = [os.open(req[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) for name in ("stdout", "stderr")]
+    try:
+        return {"pid": fork_run(req, *fds)}
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def wait(req: dict) -> dict:
+    """Wait up to req["timeout"] s for the background run req["wait"]. Returns the reply (its exit status, or
+    None while it runs)."""
+    deadline = time.monotonic() + req["timeout"]
+    while True:
+        done, status = os.waitpid(req["wait"], os.WNOHANG)
+        if done:
+            return {"returncode": os.waitstatus_to_exitcode(status)}
+        if time.monotonic() >= deadline:
+            return {"returncode": None}
+        time.sleep(0.01)
+
+
+def run(req: dict) -> dict:
+    """Fork one run, wait for it (SIGKILL to its session past the timeout). Returns the reply."""
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    pid = fork_run(req, out.fileno(), err.fileno())
     deadline, timed_out = time.monotonic() + req["timeout"], False
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -109,7 +144,9 @@ def serve() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stray output of this process stays out of the replies
     preload()
     for line in sys.stdin:
-        reply.write(json.dumps(run(json.loads(line))) + "\n")
+        req = json.loads(line)
+        answer = start(req) if "start" in req else wait(req) if "wait" in req else run(req)
+        reply.write(json.dumps(answer) + "\n")
         reply.flush()
 
 

@@ -1,20 +1,14 @@
 """The command line end to end: real games, real `mpirun -np 2`, real files."""
-import csv
 import os
 
 import pytest
 import torch
 
-from conftest import run_cli
+from conftest import rows, run_cli
 from ppo1 import PPO1Error, checkpoint
 
 SHORT = ["--env_steps", "1024", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "128",
          "--optim_batchsize", "32", "--save_interval", "2", "--num_threads", "1"]
-
-
-def rows(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 @pytest.fixture(scope="module")

@@ -1,23 +1,17 @@
 """--eval_interval: evaluation games during training, their columns and line, best.pt, --checkpoint best; training
 bit-identical with or without evaluation."""
-import csv
 import dataclasses
 import os
 
 import pytest
 import torch
 
-from conftest import run_cli
+from conftest import rows, run_cli
 from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.plot import read_eval
 from ppo1.trainer import train
-
-
-def rows(run_dir) -> list[dict]:
-    with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def test_a_two_rank_run_evaluates_each_iteration_keeps_the_best_as_best_pt_and_plays_it(tmp_path):
@@ -28,7 +22,7 @@ def test_a_two_rank_run_evaluates_each_iteration_keeps_the_best_as_best_pt_and_p
                  "--model_name", "cp"], np_=2)
     assert r.returncode == 0, r.stderr
     run_dir = tmp_path / "cp"
-    progress = rows(run_dir)
+    progress = rows(run_dir / "progress.csv")
     assert [int(p["eval_games"]) for p in progress] == [3, 3, 3]
     for p in progress:  # CartPole: one reward a step, so a game's score is its length
         assert float(p["eval_return_mean"]) == pytest.approx(float(p["eval_length_mean"]))
@@ -59,7 +53,7 @@ def test_a_two_rank_run_evaluates_each_iteration_keeps_the_best_as_best_pt_and_p
     train(dataclasses.replace(config, env_steps=2048, envs_per_rank=4), Comm(None), log=said.append)  # same actors
     assert checkpoint.load(str(run_dir / "best.pt")).best["score"] == 1e9
     assert any("best evaluation so far: score 1000000000.00" in line for line in said)
-    assert [int(p["iteration"]) for p in rows(run_dir) if p["eval_games"]][-1] == 4
+    assert [int(p["iteration"]) for p in rows(run_dir / "progress.csv") if p["eval_games"]][-1] == 4
 
 
 def test_training_is_bit_identical_with_or_without_evaluation_of_a_recurrent_policy(tmp_path, capsys):
@@ -79,7 +73,7 @@ def test_training_is_bit_identical_with_or_without_evaluation_of_a_recurrent_pol
     assert torch.equal(a.ranks[0]["rnn_state"], b.ranks[0]["rnn_state"])  # the training envs' memories
     assert torch.equal(a.ranks[0]["torch_rng"], b.ranks[0]["torch_rng"])  # the global RNG, untouched
     assert list(a.recent) == list(b.recent)  # the training games
-    progress = rows(tmp_path / "evaluated")
+    progress = rows(tmp_path / "evaluated" / "progress.csv")
     assert [p["eval_games"] for p in progress] == ["", "4", "4"]
     assert all(float(p["eval_length_mean"]) == 5.0 for p in progress[1:])  # every game cut at --eval_max_steps
     assert sum("4 cut at --eval_max_steps" in line for line in said) == 2

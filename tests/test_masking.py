@@ -128,17 +128,18 @@ def _lengths(run_dir) -> list[int]:
     return lengths
 
 
-def test_a_masked_dict_game_trains_under_mpirun_with_a_memory_and_plays_and_records_only_valid_actions(tmp_path):
+def test_a_masked_dict_game_trains_with_a_memory_and_plays_and_records_only_valid_actions(tmp_path):
+    # one process of 4 envs: the mask does not depend on the ranks (a training under mpirun: test_cli, test_mlp)
     common = ["--env_name", GAME, "--env_kwargs", '{"mode": "dicts"}', "--checkpoint_dir", str(tmp_path),
               "--model_name", "masked"]
-    r = run_cli([*common, "--env_steps", "1024", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "128",
-                 "--optim_batchsize", "64", "--rnn", "lstm", "--rnn_size", "32", "--num_threads", "1"], np_=2)
+    r = run_cli([*common, "--env_steps", "1024", "--envs_per_rank", "4", "--timesteps_per_actorbatch", "128",
+                 "--optim_batchsize", "64", "--rnn", "lstm", "--rnn_size", "32", "--num_threads", "1"])
     assert r.returncode == 0, r.stderr
     lengths = _lengths(tmp_path / "masked")
     assert len(lengths) >= 30 and set(lengths) == {25}, "with its mask no game ends early"
     saved = torch.load(tmp_path / "masked" / "latest.pt", weights_only=True)
     assert [e[0] for e in saved["obs_spec"]] == ["left", "right", "vector", "action_mask"]
-    r = run_cli(["--mode", "play", "--episodes", "4", *common[4:]], np_=2)
+    r = run_cli(["--mode", "play", "--episodes", "4", *common[4:]])
     assert r.returncode == 0, r.stderr
     assert r.stdout.count("25 agent steps (cut by the env's time limit)") == 4, r.stdout
     r = run_cli(["--mode", "movie", "--max_frames", "60", *common[4:], "--asset_dir", str(tmp_path / "assets")])

@@ -1,6 +1,7 @@
 """--mode play end to end: real checkpoints of tiny training runs, real whole games, real mpirun."""
 import re
 import shutil
+import socket
 
 import numpy as np
 import pytest
@@ -116,10 +117,10 @@ def test_a_mode_flag_given_to_another_mode_or_out_of_range_is_refused(argv, mess
 
 def test_a_run_with_centred_frames_keeps_its_frame_mean_in_the_checkpoint_and_plays_from_it(tmp_path):
     common = ["--checkpoint_dir", str(tmp_path), "--model_name", "c"]
-    r = run_cli([*TINY, *common, "--frame_norm", "center"], np_=2)
+    r = run_cli([*TINY, *common, "--frame_norm", "center", "--envs_per_rank", "4"])
     assert r.returncode == 0, r.stderr
     model = torch.load(tmp_path / "c" / "latest.pt", weights_only=True)["model"]
-    assert model["frame_rms.count"].item() == pytest.approx(512, abs=0.1)  # 2 ranks x 2 envs x 128 frames
+    assert model["frame_rms.count"].item() == pytest.approx(512, abs=0.1)  # 4 envs x 128 frames
     assert 0 < model["frame_rms.sum"].mean().item() / 512 < 255
     r = run_cli(["--mode", "play", "--episodes", "1", *common])
     assert r.returncode == 0, r.stderr
@@ -165,3 +166,17 @@ def test_a_recurrent_policy_plays_with_its_memory_zeroed_after_each_lost_life_as
     player.after_step(env, None)
     assert player.memory.any()
     env.close()
+
+
+def test_render_needs_an_x_server_that_answers_not_just_a_display_variable():
+    from ppo1.player import x_server_answers
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert port >= 6000
+        assert x_server_answers(f"127.0.0.1:{port - 6000}.0")
+    assert not x_server_answers(f"127.0.0.1:{port - 6000}")  # closed now
+    assert not x_server_answers(":987")
+    assert not x_server_answers("") and not x_server_answers("garbage")

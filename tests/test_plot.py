@@ -5,15 +5,10 @@ import shutil
 import pytest
 from PIL import Image
 
-from conftest import run_cli
+from conftest import rows, run_cli
 from ppo1 import PPO1Error
 from ppo1.config import Config
 from ppo1.plot import plot, plot_mode, read_curve
-
-
-def rows(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def test_plot_mode_writes_a_png_learning_curve_of_the_run(breakout_run, tmp_path):

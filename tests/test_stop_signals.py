@@ -2,7 +2,6 @@
 gets no stop signal but from its rank, so the rank stops after its iteration with a checkpoint, then closes its
 envs; a second Ctrl-C exits at once with the documented line and leaves no engine behind. Real processes,
 real signals to the process group, as a terminal sends them."""
-import csv
 import json
 import os
 import signal
@@ -14,7 +13,7 @@ import pytest
 import torch
 
 from childenv import engines
-from conftest import REPO, mpirun_command
+from conftest import REPO, mpirun_command, rows, wait_for_rows
 from ppo1.launch import descendants
 from ppo1.stops import StopRequest
 
@@ -35,21 +34,6 @@ def launch(args, tmp_path, np_=None, module="run_atari", **env):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(tmp_path),
                             env=dict(os.environ, PYTHONPATH=REPO, **env), start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
-
-
-def logged(run, n, proc, timeout=180):
-    """Wait until run/progress.csv has n rows; returns them."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        path = run / "progress.csv"
-        if path.exists():
-            with open(path, newline="") as f:
-                rows = list(csv.DictReader(f))
-            if len(rows) >= n:
-                return rows
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.2)
-    raise AssertionError("training did not log in time")
 
 
 def finish(proc, timeout=120):
@@ -77,7 +61,7 @@ def test_ctrl_c_to_a_vizdoom_run_under_np_stops_every_rank_with_a_checkpoint(tmp
     temp.mkdir()
     proc = launch([*DOOM, "--model_name", "doom"], tmp_path, np_=2, module="ppo1", TMPDIR=str(temp))  # its ranks
     # run `python -m ppo1` too, and get the launcher's signals
-    logged(run, 2, proc)
+    wait_for_rows(run / "progress.csv", 2, proc)
     assert len([name for name in os.listdir(temp) if name.startswith("ppo1-vizdoom-")]) == 4  # 2 envs a rank
     os.killpg(proc.pid, signal.SIGINT)
     out, err = finish(proc)
@@ -91,8 +75,7 @@ def test_ctrl_c_to_a_vizdoom_run_under_np_stops_every_rank_with_a_checkpoint(tmp
     assert "stopped by SIGINT" in out
     assert "ppo1: the policy reads image (4, 84, 84): the env's 240x320x3 'screen' resized to 84x84, gray, " \
            "4 frames; vector (1,): 1 number of 'gamevariables'\n" in out, out
-    with open(run / "progress.csv", newline="") as f:
-        last = int(list(csv.DictReader(f))[-1]["iteration"])
+    last = int(rows(run / "progress.csv")[-1]["iteration"])
     assert torch.load(run / "latest.pt", weights_only=True)["iteration"] == last >= 2  # the stop's checkpoint
 
 
@@ -100,7 +83,7 @@ def test_a_second_signal_to_a_vizdoom_process_exits_at_once_and_leaves_no_engine
     # the exit that skips closing the envs ends what they started (engines were left running with parent 1)
     pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
     proc = launch([*DOOM, "--timesteps_per_actorbatch", "512", "--model_name", "doom"], tmp_path)
-    logged(tmp_path / "checkpoints" / "doom", 1, proc)
+    wait_for_rows(tmp_path / "checkpoints" / "doom" / "progress.csv", 1, proc)
     engines = descendants(proc.pid)
     assert engines, "ViZDoom runs its engines as processes of their own"
     proc.send_signal(signal.SIGINT)  # to the process, as `kill -INT`
@@ -117,7 +100,7 @@ def test_a_second_signal_to_a_vizdoom_process_exits_at_once_and_leaves_no_engine
 
 def test_a_second_ctrl_c_under_np_is_one_line_and_exit_130_not_mpiruns_abort(tmp_path):
     proc = launch([*PONG, "--model_name", "p"], tmp_path, np_=2)
-    logged(tmp_path / "checkpoints" / "p", 1, proc)
+    wait_for_rows(tmp_path / "checkpoints" / "p" / "progress.csv", 1, proc)
     os.killpg(proc.pid, signal.SIGINT)
     time.sleep(0.3)
     os.killpg(proc.pid, signal.SIGINT)
@@ -137,7 +120,7 @@ def test_a_rank_killed_with_sigkill_leaves_no_process_of_its_envs_behind(tmp_pat
     proc = launch(["--env_name", "tests.childenv:make", "--env_kwargs", json.dumps({"tag": tag}), "--envs_per_rank",
                    "2", "--timesteps_per_actorbatch", "64", "--optim_batchsize", "32", "--env_steps", "10000000",
                    "--num_threads", "1", "--model_name", "k"], tmp_path)
-    logged(tmp_path / "checkpoints" / "k", 1, proc)
+    wait_for_rows(tmp_path / "checkpoints" / "k" / "progress.csv", 1, proc)
     assert len(engines(tag)) == 2
     proc.kill()
     proc.wait()

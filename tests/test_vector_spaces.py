@@ -103,17 +103,17 @@ def test_a_gym_env_refuses_observations_it_cannot_make_a_vector_of_in_one_line()
         GymEnv("CartPole-v1", np.random.SeedSequence(0), gym_env=env)
 
 
-def test_blackjack_trains_under_mpirun_on_the_one_hots_of_its_cards_and_plays_its_real_scores(tmp_path):
+def test_blackjack_trains_on_the_one_hots_of_its_cards_and_plays_its_real_scores(tmp_path):
     common = ["--checkpoint_dir", str(tmp_path), "--model_name", "bj"]
-    r = run_cli([*TINY, "--env_steps", "1024", "--env_name", "Blackjack-v1", *common], np_=2)
-    assert r.returncode == 0, r.stderr
-    assert "2 ranks x 2 envs = 4 actors" in r.stdout and "ppo1: done: 1024 steps in 2 iterations" in r.stdout
+    r = run_cli([*TINY, "--env_steps", "1024", "--env_name", "Blackjack-v1", *common, "--envs_per_rank", "4"])
+    assert r.returncode == 0, r.stderr  # one process: the spaces do not depend on the ranks
+    assert "1 ranks x 4 envs = 4 actors" in r.stdout and "ppo1: done: 1024 steps in 2 iterations" in r.stdout
     state = torch.load(tmp_path / "bj" / "latest.pt", weights_only=True)
     assert state["obs_spec"] == [["vector", "vector", [32 + 11 + 2]]] and state["model"]["pi.0.weight"].shape == (64, 45)
-    # every observation of both ranks is one 1 in each of its three one-hots: each block sums to the count
+    # every observation is one 1 in each of its three one-hots: each block sums to the count
     seen, total = state["model"]["ob_rms.sum"], round(float(state["model"]["ob_rms.count"]))  # (+ its epsilon 1e-2)
     assert total >= 1024 and [float(seen[a:b].sum()) for a, b in ((0, 32), (32, 43), (43, 45))] == [total] * 3
-    for rank in (0, 1):
+    for rank in (0,):
         with open(tmp_path / "bj" / f"episodes.rank{rank}.csv") as f:
             returns = {float(row["return"]) for row in csv.DictReader(f)}
         assert returns and returns <= {-1.0, 0.0, 1.0}, "Blackjack's own scores: lose, draw, win"

@@ -16,7 +16,7 @@ import zlib
 
 import pytest
 
-from conftest import REPO, TINY, mpirun_command
+from conftest import REPO, TINY, mpirun_command, rows
 
 pytest.importorskip("wandb", reason="wandb is not installed: pip install -e '.[wandb]'")
 from wandb.proto import wandb_internal_pb2  # noqa: E402
@@ -132,9 +132,8 @@ def test_a_resume_under_np_2_continues_the_same_wandb_run_and_sigterm_finishes_i
     try:
         deadline = time.time() + 120
         while time.time() < deadline and p.poll() is None:
-            with open(run_dir / "progress.csv", encoding="utf-8") as f:
-                if len(f.readlines()) >= 4:  # header, the first run's 2 rows, a row of this one
-                    break
+            if len(rows(run_dir / "progress.csv")) >= 3:  # the first run's 2 rows, a row of this one
+                break
             time.sleep(0.2)
         assert wandb_processes(mark), "W&B runs beside the training (wandb-core)"
         os.killpg(p.pid, signal.SIGTERM)  # every process of the job, wandb-core included (kill -TERM -<pgid>)

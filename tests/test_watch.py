@@ -6,13 +6,8 @@ import re
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from conftest import decode
+from conftest import decode, rows
 from ppo1.metrics import EVAL_COLUMNS, PROGRESS_COLUMNS, ProgressLog
-
-
-def rows(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def test_tensorboard_holds_every_progress_column_and_every_game_at_its_timesteps(breakout_run):
