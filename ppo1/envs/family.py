@@ -52,7 +52,6 @@ class Family:
     env_kwargs: bool = True  # takes --env_kwargs
     images: bool = True  # its observations are images, for the CNNs (False: vectors, for --model_type mlp)
     obs_vectors: bool = False  # its presets set obs_vectors (a Dict's vector entries reach the network)
-    obs_spec: Any = None  # its observations' entries (ppo1.observations.ObsSpec), known without making an env
     frames_per_step: int = 1  # emulator frames per agent step (plots label Atari's 4)
     eval_note: Callable[[Any], str] | None = None  # what play says of the games it plays, from the Config (Procgen: which levels)
     known_packages: bool = False  # a package ppo1.envref knows (ViZDoom, stable-retro) brings its preset

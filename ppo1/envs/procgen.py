@@ -170,5 +170,5 @@ PROCGEN_FAMILY = Family(
     make_vec=lambda env_id, num_envs, seed, rank, options: VecProcgen(env_id, num_envs, seed, rank, options.levels),
     make_eval=lambda env_id, seed, render_mode, options: ProcgenEnv(env_id, seed, options.levels),
     open_game=_open_game, frame_flags_why="procgen", time_limit_why="its games end by themselves",
-    env_kwargs=False, obs_spec=PROCGEN_SPEC, eval_note=_eval_note)
+    env_kwargs=False, eval_note=_eval_note)
 VecProcgen.family = PROCGEN_FAMILY
