@@ -233,6 +233,7 @@ class Collector:
     inference separately."""
 
     memory: torch.Tensor | None = None  # what the policy carries from step to step: nothing (RecurrentCollector)
+    with_games = True  # a part of a rank's state (ppo1.checkpoint.RankParts): its memory goes on with the games
 
     def __init__(self, venv, policy: torch.nn.Module, horizon: int, obs: Obs,
                  device: torch.device = torch.device("cpu"), profile: Profile | None = None):
@@ -298,7 +299,8 @@ class Collector:
         end = clock.now()
         clock.add("inference", mid - start)
         clock.add("env", end - mid)
-        seg.weights[t, sorted(done.crashed)] = 0.0  # a step that never ran: nothing learns from its sample
+        if done.crashed:  # a step that never ran: nothing learns from its sample
+            seg.weights[t, sorted(done.crashed)] = 0.0
         if done.cut:  # episodes cut by a time limit: the value of their last observation
             self._value_cut(t, memory, done.cut)
         self._carry(memory, seg.dones[t])
@@ -311,8 +313,6 @@ class Collector:
         envs = sorted(cut)
         with self.profile.timer("inference"):
             self.seg.cut_values[t, envs] = self.value(Obs.stack([cut[i] for i in envs]), self._memory_of(memory, envs))
-
-    with_games = True  # a part of a rank's state (ppo1.checkpoint.RankParts): its memory goes on with the games
 
     @property
     def obs(self) -> Obs:
