@@ -6,7 +6,12 @@ iterations and reports, over the timed iterations only:
 
     SPS                    agent steps per second summed over all actors
     env / infer / update   rank 0's share of the wall time stepping games, in batched inference and
-                           in the PPO update (the rest, `other`, is GAE, logging, statistics)
+                           in the PPO update
+    stats                  the observation statistics and their allreduce (--frame_norm center, the
+                           MLP), where a rank first waits for the slower one after the rollout
+    other                  every other part of the loop, each timed by the trainer (progress.csv's
+                           time_* columns) and listed below the table: the rollout's own bookkeeping,
+                           advantages, logging, checkpoint, evaluation, and what lies outside them all
     allred/upd             time in the gradient allreduces as a share of the update, per rank
                            (min..max): the transfer plus waiting for the slowest rank to arrive
     xfer/upd               the transfer alone: one allreduce of the gradient buffer timed after a
@@ -16,7 +21,9 @@ iterations and reports, over the timed iterations only:
                            ppo1's own stack at 1 torch thread (bench.limits), times min(ranks, cores);
                            ratio = SPS / ideal
 
-Presets (the scenarios of issue 5; 8 actors, T=128 and minibatch 32 per actor throughout):
+Presets (8 actors, T=128 and minibatch 32 per actor throughout):
+    train          `make train`'s setting: --preset fast on Pong (small CNN, 4 epochs, frames centred,
+                   per-minibatch advantages, gradient clipping), 2 ranks x 4 envs
     paper          small CNN, 3 epochs, 2 ranks x 4 envs
     equal          large (Nature) CNN, 4 epochs, 2 ranks x 4 envs
     scaling        small, 3 epochs: 1 rank x 8 envs vs 2 ranks x 4 envs, and the ratio
@@ -67,6 +74,7 @@ class Scenario:
     minibatch: int = 32      # per actor
     horizon: int = 128       # T per actor
     rnn: str = "none"        # --rnn
+    preset: str = ""         # the config of `--preset` (its values must match the fields above); "": the paper's
 
     @property
     def actors(self) -> int:
@@ -79,11 +87,13 @@ class Scenario:
 
 
 PAPER = Scenario("paper")
+TRAIN = Scenario("train", epochs=4, preset="fast")
 EQUAL = Scenario("equal", model_type="large", epochs=4)
 ONE_RANK = Scenario("1 rank", ranks=1, envs_per_rank=8)
 FOUR_RANKS = Scenario("4 ranks", ranks=4, envs_per_rank=2)
 LSTM = Scenario("lstm", rnn="lstm")
 PRESETS = {
+    "train": [TRAIN],
     "paper": [PAPER],
     "equal": [EQUAL],
     "scaling": [ONE_RANK, PAPER],
@@ -140,16 +150,49 @@ def _json_subprocess(module: str, args: dict, log_path: str, timeout: float) -> 
 
 
 # ---------------------------------------------------------------------------------------------- training
+def scenario_config(s: Scenario, args: argparse.Namespace, workdir: str, run: str) -> dict:
+    """The Config fields of a scenario's run: its preset's (checked against the scenario) or the paper's with the
+    scenario's settings, and the bench's own (a fresh run in `workdir`, no intermediate checkpoints)."""
+    from ppo1.config import Config
+    bench = {"num_threads": args.num_threads, "seed": 0, "checkpoint_dir": workdir, "model_name": run,
+             "save_interval": 10**9, "device": args.device, "compile": args.compile, "precision": args.precision,
+             "rnn": s.rnn, "wandb": args.wandb}
+    if s.preset:
+        config = Config.for_preset(s.preset, n_ranks=s.ranks, env_name=args.env_name, **bench)
+        made = (config.envs_per_rank, config.model_type, config.optim_epochs, config.optim_batchsize,
+                config.timesteps_per_actorbatch)
+        if made != (s.envs_per_rank, s.model_type, s.epochs, s.minibatch, s.horizon):
+            raise SystemExit(f"bench.throughput: error: --preset {s.preset} on {args.env_name} gives (envs per rank, "
+                             f"model, epochs, minibatch per actor, T) {made}, not scenario {s.name}'s")
+        return config.to_dict()
+    return {"env_name": args.env_name, "env_steps": 10_000_000, "timesteps_per_actorbatch": s.horizon,
+            "optim_epochs": s.epochs, "optim_batchsize": s.minibatch, "model_type": s.model_type,
+            "envs_per_rank": s.envs_per_rank, **bench}
+
+
+# The parts of `other` (progress.csv's time_* columns; an older ppo1 lacks them, its `other` is not split)
+OTHER_PARTS = ("advantages", "logging", "checkpoint", "evaluation")
+
+
+def shares(d: dict, wall: float) -> dict:
+    """Each part's share of the wall time from the differences `d` of progress.csv's time_* columns."""
+    out = {"env": d["time_env"] / wall, "inference": d["time_inference"] / wall, "update": d["time_update"] / wall}
+    if "time_rollout" not in d:  # an older ppo1: statistics and every other part together
+        out["other"] = 1.0 - sum(out.values())
+        return out
+    out["statistics"] = d["time_statistics"] / wall
+    parts = {"bookkeeping": (d["time_rollout"] - d["time_env"] - d["time_inference"]) / wall,
+             **{k: d[f"time_{k}"] / wall for k in OTHER_PARTS}}
+    parts["outside"] = 1.0 - sum(out.values()) - sum(parts.values())
+    out["other"] = sum(parts.values())
+    out["other_parts"] = parts
+    return out
+
+
 def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
     """Time one scenario's real training loop. Returns the measured numbers (see module docstring)."""
     run = f"{s.name.replace(' ', '-')}-{s.ranks}x{s.envs_per_rank}-{s.model_type}-{time.monotonic_ns()}"
-    spec = {"warmup": args.warmup, "iterations": args.iterations, "config": {
-        "env_name": args.env_name, "env_steps": 10_000_000, "timesteps_per_actorbatch": s.horizon,
-        "optim_epochs": s.epochs, "optim_batchsize": s.minibatch, "model_type": s.model_type,
-        "envs_per_rank": s.envs_per_rank, "num_threads": args.num_threads, "seed": 0,
-        "checkpoint_dir": workdir, "model_name": run, "save_interval": 10**9,
-        "device": args.device, "compile": args.compile, "precision": args.precision, "rnn": s.rnn,
-        "wandb": args.wandb}}
+    spec = {"warmup": args.warmup, "iterations": args.iterations, "config": scenario_config(s, args, workdir, run)}
     spec_path, out_path = os.path.join(workdir, run + ".spec.json"), os.path.join(workdir, run + ".out.json")
     with open(spec_path, "w", encoding="utf-8") as f:
         json.dump(spec, f)
@@ -164,8 +207,7 @@ def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
         rows = [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
     end = rows[args.warmup + args.iterations - 1]
     begin = rows[args.warmup - 1] if args.warmup > 0 else {k: 0.0 for k in end}
-    d = {k: end[k] - begin[k] for k in ("timesteps", "time_elapsed", "time_env", "time_inference",
-                                         "time_update", "time_comm")}
+    d = {k: end[k] - begin[k] for k in end if k == "timesteps" or k.startswith("time_")}
     wall = d["time_elapsed"]
     ranks = out["ranks"]
     comm_shares = [r["window_comm_seconds"] / d["time_update"] for r in ranks
@@ -176,9 +218,7 @@ def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
         "scenario": dataclasses.asdict(s), "label": s.label, "actors": s.actors,
         "warmup": args.warmup, "iterations": args.iterations, "steps": d["timesteps"], "seconds": wall,
         "sps": d["timesteps"] / wall,
-        "share": {"env": d["time_env"] / wall, "inference": d["time_inference"] / wall,
-                  "update": d["time_update"] / wall,
-                  "other": (wall - d["time_env"] - d["time_inference"] - d["time_update"]) / wall},
+        "share": shares(d, wall),
         "seconds_per_iteration": {k.removeprefix("time_"): v / args.iterations for k, v in d.items()
                                   if k.startswith("time_")},
         "allreduce_share_of_update": d["time_comm"] / d["time_update"] if d["time_update"] > 0 else 0.0,
@@ -229,7 +269,7 @@ def format_report(report: dict) -> str:
              f"{' --precision ' + report['precision'] if report.get('precision', 'fp32') != 'fp32' else ''}, "
              f"{report['warmup']} warm-up + {report['iterations']} timed iterations, "
              f"load {report['load_start'][0]:.2f} at start, {report['load_end'][0]:.2f} at end", ""]
-    head = (f"{'scenario':<9} {'setting':<30} {'SPS':>6} {'env':>4} {'infer':>5} {'update':>6} {'other':>5} "
+    head = (f"{'scenario':<9} {'setting':<30} {'SPS':>6} {'env':>4} {'infer':>5} {'update':>6} {'stats':>5} {'other':>5} "
             f"{'allred/upd':>10} {'xfer/upd':>8} {'RSS MB/rank':>12} {'ideal':>6} {'ratio':>5} {'runs (SPS)':>16} {'other load':>10}")
     lines += [head, "-" * len(head)]
     for r in report["runs"]:
@@ -242,9 +282,17 @@ def format_report(report: dict) -> str:
         ideal = f"{r['ideal_sps']:.0f}" if lim else "-"
         ratio = f"{r['sps'] / r['ideal_sps']:.2f}" if lim else "-"
         lines.append(f"{r['scenario']['name']:<9} {r['label']:<30} {r['sps']:>6.0f} {_pct(sh['env']):>4} "
-                     f"{_pct(sh['inference']):>5} {_pct(sh['update']):>6} {_pct(sh['other']):>5} {allred:>10} {xfer:>8} "
+                     f"{_pct(sh['inference']):>5} {_pct(sh['update']):>6} {_pct(sh['statistics']) if 'statistics' in sh else '-':>5} "
+                     f"{_pct(sh['other']):>5} {allred:>10} {xfer:>8} "
                      f"{rss:>12} {ideal:>6} {ratio:>5} {'/'.join(f'{x:.0f}' for x in r['sps_runs']):>16} "
                      f"{'-' if r['foreign_cores'] is None else format(r['foreign_cores'], '.2f'):>10}")
+    split = [r for r in report["runs"] if "other_parts" in r["share"]]
+    if split:
+        lines += ["", "other, part by part (share of the wall time):"]
+        for r in split:
+            parts = r["share"]["other_parts"]
+            lines.append(f"  {r['scenario']['name']:<9} " + ", ".join(
+                f"{name} {100 * parts[name]:.1f}%" for name in ("bookkeeping", *OTHER_PARTS, "outside")))
     if any("limits" in r for r in report["runs"]):
         lines += ["", "limits per rank (1 process, 1 torch thread, ppo1's own stack):"]
         for r in report["runs"]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import math
 import numbers
@@ -29,9 +30,17 @@ EVAL_COLUMNS = ("eval_return_mean", "eval_return_std", "eval_length_mean", "eval
 PROGRESS_COLUMNS = (
     "iteration", "timesteps", "episodes", "ep_return_mean", "ep_length_mean", "pol_loss", "vf_loss",
     "entropy", "approx_kl", "clipfrac", "explained_variance", "clip_param", "stepsize", "sps",
-    "time_elapsed", "time_env", "time_inference", "time_update", "time_comm", "epochs", *EVAL_COLUMNS)
+    "time_elapsed", "time_env", "time_inference", "time_update", "time_comm", "epochs", *EVAL_COLUMNS,
+    "time_rollout", "time_advantages", "time_statistics", "time_evaluation", "time_logging", "time_checkpoint")
 
-TIMERS = ("env", "inference", "update", "comm")  # Profile names: progress.csv's time_<name> columns
+# Profile names (progress.csv's time_<name> columns), each the seconds of one part of the loop summed over the run:
+# rollout (the whole collection: env stepping and inference are parts of it), advantages (reward shaping and
+# normalisation, GAE), statistics (the observation statistics and their allreduce, where a rank first waits for
+# the slower one), update (the PPO epochs; comm, the gradient allreduces, is part of it), evaluation, logging (the
+# episode and statistics collectives, the sync check, rank 0's row, video and snapshot), checkpoint (the stop
+# decision and the checkpoint). What the loop spends outside them all is time_elapsed less their sum.
+TIMERS = ("env", "inference", "update", "comm", "rollout", "advantages", "statistics", "evaluation", "logging",
+          "checkpoint")
 
 
 def cumulative_seconds(elapsed: Iterable[float]) -> list[float]:
@@ -47,8 +56,9 @@ def cumulative_seconds(elapsed: Iterable[float]) -> list[float]:
 
 
 class Profile:
-    """Named wall-clock timers that add up over a run: `env` (stepping games), `inference` (the
-    rollout's forward passes), `update` (the PPO epochs), `comm` (inside gradient allreduces)."""
+    """Named wall-clock timers that add up over a run, one per part of the training loop (TIMERS): `env`
+    (stepping games), `inference` (the rollout's forward passes), `update` (the PPO epochs), `comm` (inside
+    gradient allreduces), ..."""
 
     now = staticmethod(time.perf_counter)
 
@@ -69,6 +79,17 @@ class Profile:
 
     def record(self, log: "Recorder") -> None:
         log.record(**{f"time_{name}": s for name, s in self.seconds.items()})
+
+
+def timed(name: str) -> Callable:
+    """A method decorator: the method's seconds into its object's `profile` (a Profile) under `name`."""
+    def wrap(method: Callable) -> Callable:
+        @functools.wraps(method)
+        def timed_method(self, *args, **kwargs):
+            with self.profile.timer(name):
+                return method(self, *args, **kwargs)
+        return timed_method
+    return wrap
 
 
 class Recorder:

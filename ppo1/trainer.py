@@ -25,7 +25,7 @@ from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, Spares, make_vec_env
 from ppo1.envs.calls import CallTimer
 from ppo1.evaluation import BestSoFar, Evaluation
 from ppo1.snapshot import Snapshots
-from ppo1.metrics import EpisodeLog, ProgressLog, Recorder
+from ppo1.metrics import EpisodeLog, ProgressLog, Recorder, timed
 from ppo1.observations import Obs
 from ppo1.policies import build
 from ppo1.restarts import EnvRestarts
@@ -89,12 +89,7 @@ class Trainer:
                 hp = Hyper.at(cfg, linear_alpha(t, cfg.env_steps), cfg.envs_per_rank,   # the step size warms
                               warmup_factor(t + cfg.steps_per_iteration(comm.size), cfg.lr_warmup))  # up to its batch's end
                 seg = self.collect()                                             # T x k steps
-                seg.rewards[:] = shape_rewards(seg.rewards, self.sign_rewards, cfg.reward_scale)  # --clip_reward
-                if self.reward_norm is not None:                                 # --norm_reward
-                    wd.phase = "reward statistics allreduce"
-                    seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, comm.sum)
-                seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value,  # GAE(lambda),
-                                                  cfg.gamma, cfg.lam, seg.cut_values, seg.weights > 0)  # TD(lambda)
+                self.advantages(seg)                                             # GAE(lambda), TD(lambda)
                 stats = self.update(seg, hp)                                     # epochs x minibatches
                 self.state.iteration += 1                                        # counted: what follows sees it
                 self.state.timesteps += self.steps_per_iter
@@ -262,6 +257,7 @@ class Trainer:
         self.start, self.start_steps, self.start_iteration = time.time(), state.timesteps, state.iteration
 
     # ------------------------------------------------------------------ one iteration
+    @timed("rollout")
     def collect(self) -> Segment:
         """The rollout of T steps in each env. What an env does wrong (data ppo1 cannot train on, an exception of
         its own: its traceback into the run directory) is one PPO1Error naming the iteration, raised before
@@ -273,11 +269,24 @@ class Trainer:
         except (EnvDataError, EnvCrash) as e:
             raise self.restarts.error(e, iteration) from None
 
+    @timed("advantages")
+    def advantages(self, seg: Segment) -> None:
+        """The rewards the update learns from (--clip_reward, --reward_scale, --norm_reward), then the segment's
+        GAE(lambda) advantages and TD(lambda) returns."""
+        cfg = self.config
+        seg.rewards[:] = shape_rewards(seg.rewards, self.sign_rewards, cfg.reward_scale)
+        if self.reward_norm is not None:
+            self.wd.phase = "reward statistics allreduce"
+            seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, self.comm.sum)
+        seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value, cfg.gamma, cfg.lam,
+                                          seg.cut_values, seg.weights > 0)
+
     def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
         """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch.
         Returns this rank's statistics: the update's means and the value function's explained variance."""
         self.wd.phase = "observation statistics allreduce"
-        moved = self.policy.observe(seg.step_obs, self.comm.sum)  # baselines: before the epochs
+        with self.profile.timer("statistics"):
+            moved = self.policy.observe(seg.step_obs, self.comm.sum)  # baselines: before the epochs
         self.wd.phase = "gradient allreduce"
         with self.profile.timer("update"):
             batch = seg.batch(self.device, self.rng, standardize_adv=self.config.adv_norm == "batch")
@@ -296,6 +305,7 @@ class Trainer:
         stats["explained_variance"] = explained_variance(seg.values.reshape(-1)[live], seg.returns.reshape(-1)[live])
         return stats
 
+    @timed("logging")
     def record(self, seg: Segment, stats: dict[str, float], hp: Hyper) -> None:
         """Collective: the games finished on all ranks, the statistics averaged over ranks, the periodic
         parameter sync check; rank 0 writes the iteration's row and, when due, records a video and writes a
@@ -327,6 +337,7 @@ class Trainer:
                 if snapshot is not None:
                     self.wandb.image(snapshot, state.timesteps)
 
+    @timed("evaluation")
     def evaluate(self) -> None:
         """Collective, when due (--eval_interval, and after the last iteration): the policy after this iteration's
         update plays the evaluation games (ppo1.evaluation); rank 0 records their columns, says a line, and keeps the
@@ -343,6 +354,7 @@ class Trainer:
         self.log(line + self.best.offer(float(row["eval_return_mean"]), state,  # the model copied for a new best only
                                         lambda: devices.to_cpu(self.policy.state_dict()), self.config))
 
+    @timed("checkpoint")
     def stop_reason(self, stop: StopRequest) -> str | None:
         """Collective: why training stops after this iteration (a signal on any rank, --stop_after_iterations), or
         None to go on. A signal sets the exit code 128 + its number."""
@@ -363,6 +375,7 @@ class Trainer:
             return f"stopped after {self.stop_after} iterations (--stop_after_iterations)"
         return None
 
+    @timed("checkpoint")
     def maybe_save(self, stop_reason: str | None) -> bool:
         """Collective: checkpoint every save_interval iterations and after the last one. Returns whether
         this was the last iteration. A checkpoint that cannot be written is a warning, but an error at the end."""

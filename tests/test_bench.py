@@ -19,7 +19,11 @@ def test_throughput_reports_sps_time_split_rss_and_limits(tmp_path):
     (run,) = report["runs"]
     assert run["scenario"]["ranks"] == 2 and run["actors"] == 2
     assert run["steps"] == 32 and run["sps"] > 0
-    assert set(run["share"]) == {"env", "inference", "update", "other"}
+    assert set(run["share"]) == {"env", "inference", "update", "statistics", "other", "other_parts"}
+    parts = run["share"]["other_parts"]  # every part of the loop timed: what lies outside them all is a sliver
+    assert set(parts) == {"bookkeeping", "advantages", "logging", "checkpoint", "evaluation", "outside"}
+    assert abs(sum(parts.values()) - run["share"]["other"]) < 1e-9 and abs(parts["outside"]) < 0.05
+    assert "other, part by part" in r.stdout
     assert 0 < run["share"]["update"] < 1 and 0 <= run["allreduce_share_of_update"] < 1
     assert len(run["peak_rss_mb"]) == 2 and all(m > 0 for m in run["peak_rss_mb"])
     assert len(run["allreduce_share_of_update_per_rank"]) == 2
@@ -266,3 +270,17 @@ def test_layouts_prints_a_row_per_network_and_work_with_the_fastest_marked(capsy
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| small |")]
     assert [r.split("|")[2].strip() for r in rows] == ["train", "infer 4"]
     assert all(r.count("**") == 2 for r in rows)  # one fastest cell per row
+
+
+def test_throughput_train_scenario_is_make_trains_config():
+    from bench.throughput import TRAIN, build_parser, scenario_config
+    from ppo1.config import Config
+
+    args = build_parser().parse_args([])
+    made = scenario_config(TRAIN, args, "/tmp/bench-dir", "run")
+    expected = Config.for_preset("fast", n_ranks=2, env_name="PongNoFrameskip-v4").to_dict()
+    bench_fields = {"checkpoint_dir", "model_name", "save_interval", "num_threads", "device", "compile", "precision",
+                    "rnn", "wandb", "seed"}
+    assert {k: v for k, v in made.items() if k not in bench_fields} == \
+        {k: v for k, v in expected.items() if k not in bench_fields}
+    assert made["save_interval"] == 10**9 and made["checkpoint_dir"] == "/tmp/bench-dir"
