@@ -284,7 +284,7 @@ def test_a_dicts_vector_entries_reach_the_policy_beside_the_image_and_change_wha
     late["vector"][:] = 40.0
     both = Obs.stack([early, late])
     assert policy.observe(both)  # the running statistics of the vector: mean 20.5, std 19.5
-    logits, values = policy(both.map(torch.from_numpy))
+    logits, values = policy.heads(policy.features(both.map(torch.from_numpy)))
     assert not torch.equal(values[0], values[1]) and not torch.equal(logits[0], logits[1])
     for e in (env, plain):
         e.close()
