@@ -374,7 +374,8 @@ def test_an_image_smaller_than_frame_size_keeps_its_size_and_channels_and_the_cn
     with pytest.raises(PPO1Error, match=r"--model_type=small needs frames of at least 20x20, not 8x8: use a larger "
                                         r"--frame_size or --model_type impala \(which reads any size\)"):
         build("small", env.action_space, env.obs_spec)
-    logits, values = build("impala", env.action_space, env.obs_spec)(obs.map(torch.from_numpy)[None])
+    policy = build("impala", env.action_space, env.obs_spec)
+    logits, values = policy.heads(policy.features(obs.map(torch.from_numpy)[None]))
     assert logits.shape == (1, 4) and values.shape == (1,)
     env.close()
 

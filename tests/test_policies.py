@@ -174,7 +174,7 @@ def test_impala_centres_an_rgb_frame_per_pixel_and_channel_and_atari_stacks_on_t
     assert mean[1].abs().max().item() == 0
     frames = torch.randint(0, 256, (3, 3, 64, 64), dtype=torch.uint8)
     expected = rgb.pi(rgb.torso((frames.double() - mean).float() / 255))
-    torch.testing.assert_close(rgb(frames)[0], expected, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(rgb.heads(rgb.features(frames))[0], expected, atol=1e-5, rtol=1e-4)
     atari = build("impala", 4, (4, 84, 84), frame_norm="center")
     assert atari.frame_rms.sum.shape == (84, 84)  # as small and large: the mean of one frame
 
