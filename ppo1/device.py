@@ -1,12 +1,12 @@
 """Where the policy runs: `--device` parsing and selection, one GPU per local rank, host<->device
-transfers of the rollout, device-free checkpoint state, and `--compile` with its eager fallback.
+transfers of the rollout, device-free checkpoint state, and the precision `--precision auto` picks.
 
     spec = parse_device("cuda:1")                 # ("cuda", 1); PPO1Error for anything else
     dev = select_device("auto", local_rank)       # torch.device: cuda:<local_rank % gpus> or cpu
     configure(dev, deterministic)                 # cuDNN / cuBLAS settings of --deterministic
     act = batched_act(policy, dev, example_obs)   # Obs of numpy (k, ...), memory -> numpy (actions, logp, values), memory
     state = to_cpu(optimizer.state_dict())        # checkpoints hold CPU tensors only
-    forward = CompiledDist(policy, log)           # torch.compile'd training forward, eager on failure
+    precision = resolve_precision("auto", model_type, capable)  # fp32 or bf16 (ppo1.update_pass applies it)
 
 On the CPU nothing here copies or moves anything: batched_act hands the policy the envs' observation
 buffer itself (torch.from_numpy), and to_cpu returns CPU tensors as they are.
@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error, error_line
+from ppo1 import PPO1Error
 from ppo1.adam import Adam
 from ppo1.observations import Obs
 
@@ -187,61 +187,6 @@ def batched_act(policy, device: torch.device, obs: Obs) -> Callable[..., tuple]:
         actions = packed[:, :a_width].astype(action_dtype).reshape(k, *action_shape)
         return actions, packed[:, a_width].astype(np.float32), packed[:, a_width + 1].astype(np.float32), memory
     return act_device
-
-
-class CompiledDist:
-    """`policy.dist` for the update with the network's forward (and so its backward) under torch.compile.
-
-    torch.compile compiles lazily and needs a C compiler then (Inductor). The first call therefore
-    runs one trial forward and backward (gradients discarded) so that both are compiled there; any
-    failure (no compiler, a backend error) switches to the eager forward for the rest of the run,
-    with one notice through `log`. Nothing is lost: the trial has no effect on parameters or
-    gradients. Each rank decides for itself; gradients are averaged over ranks whichever path
-    computed them, so the ranks stay in sync.
-    """
-
-    def __init__(self, policy, log: Callable[[str], None] = print, backend: str = "inductor"):
-        self.policy, self.log = policy, log
-        self.compiled = torch.compile(policy, backend=backend)
-        self.state = "untried"  # -> "compiled" or "failed"
-
-    def _trial(self, obs: Obs) -> None:
-        out, value = self.compiled(obs, update=True)
-        params = [p for p in self.policy.parameters() if p.requires_grad]
-        torch.autograd.grad(out.sum() + value.sum(), params, allow_unused=True)
-
-    def __call__(self, obs: Obs):
-        """(distribution, values (B,)) of the update's pass over obs (B, ...), in the update's precision."""
-        if self.state == "untried":
-            self._attempt(self._trial, obs)
-        if self.state == "compiled":  # a new minibatch size recompiles: that may fail too
-            result = self._attempt(lambda o: self.compiled(o, update=True), obs)
-            if result is not None:
-                out, value = result
-                return self.policy.distribution(out, obs), value
-        return self.policy.dist(obs, update=True)
-
-    def _attempt(self, fn: Callable, obs: Obs):
-        """fn(obs), marking the state compiled; on any error, failed (with the notice) and None."""
-        try:
-            result = fn(obs)
-            self.state = "compiled"
-            return result
-        except Exception as e:  # noqa: BLE001 -- any compile or backend error: go eager
-            self.state = "failed"
-            self.log(f"ppo1: --compile: torch.compile failed ({_root_cause(e)}); "
-                     "training goes on with the eager forward")
-            return None
-
-
-def _root_cause(e: BaseException) -> str:
-    """`Type: first line` of the innermost exception behind `e` (dynamo wraps backend errors)."""
-    for _ in range(10):
-        inner = getattr(e, "inner_exception", None) or e.__cause__
-        if not isinstance(inner, BaseException) or inner is e:
-            break
-        e = inner
-    return error_line(e, 200)
 
 
 def bf16_capable(device: torch.device, cpuinfo: str = "/proc/cpuinfo") -> bool:

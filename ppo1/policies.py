@@ -13,17 +13,21 @@ state-independent log-std (Box actions) and a value. Linear layers use baselines
 
 With `--rnn lstm` or `gru`, a RecurrentCore (one layer of `--rnn_size`) sits between the torso and the heads:
 the policy then carries a memory per env (zeros at each episode's start) and replays the rollout's chunks
-of steps in the update from the memories saved at their starts (`replay`). With `--rnn_critic separate` the
-value head reads a second core of its own (`critic_core`, on the same torso features), as sb3-contrib's
-RecurrentPPO with enable_critic_lstm: the memory is then the policy core's followed by the critic core's.
+of steps in the update from the memories saved at their starts (`evaluate` with starts and memory0). With
+`--rnn_critic separate` the value head reads a second core of its own (`critic_core`, on the same torso features),
+as sb3-contrib's RecurrentPPO with enable_critic_lstm: the memory is then the policy core's followed by the
+critic core's.
 
 Observations are named entries (ppo1.observations.Obs): the CNN policy reads each image entry through a torso of
 its own and the "vector" entry beside their features; the MLP reads the "vector" entry; an "action_mask" entry
 leaves the invalid actions probability 0 (masked_logits). A policy whose observations have one entry also takes
 that entry's tensor alone (`as_obs`).
 
-Every policy has `step(obs, memory) -> (distribution, value, memory)` and `act(obs, greedy, memory) -> (action,
-logp, value, memory)` (memory None without a core); feed-forward ones also `dist(obs) -> (distribution, value)`.
+Every policy has `step(obs, memory) -> (distribution, value, memory)`, `act(obs, greedy, memory) -> (action,
+logp, value, memory)` and `value(obs, memory)` for acting (memory None without a core), and for the update
+`evaluate(obs, actions, starts, memory0) -> (logp, entropy, value)` (starts, memory0 None without a core). None
+takes a precision: the update runs `evaluate` under torch.autocast for --precision bf16 (ppo1.update_pass), which
+the torsos follow while the cores, heads and distribution run in float32; acting runs in float32.
 """
 from __future__ import annotations
 
@@ -75,12 +79,10 @@ class ActorCritic(nn.Module):
         self.spec = spec  # the observations' named entries
         self.core: RecurrentCore | None = None  # --rnn lstm / gru
         self.critic_core: RecurrentCore | None = None  # --rnn_critic separate: the value head's own core
-        self.autocast_dtype: torch.dtype | None = None  # --precision bf16: torch.bfloat16, the torso's precision in
-        #                                                 the update's passes (features(obs, update=True))
 
-    def features(self, obs: Obs, update: bool = False) -> torch.Tensor:
-        """obs (B, ...) -> the torso's features (B, F). update: a pass of the PPO update (its loss, or the pi_old
-        it starts from), which runs in the update's precision (`autocast_dtype`); acting runs in float32."""
+    def features(self, obs: Obs) -> torch.Tensor:
+        """obs (B, ...) -> the torso's features (B, F), float32: a CNN torso runs in the ambient autocast's
+        precision (bf16 in the update with --precision bf16), its features then cast to float32."""
         raise NotImplementedError
 
     def as_obs(self, obs) -> Obs:
@@ -110,7 +112,7 @@ class ActorCritic(nn.Module):
     @property
     def recurrent(self) -> bool:
         """Whether the policy has a recurrent core (--rnn): it then carries a memory per env from step to step
-        (`step`, `act`) and replays chunks of steps in the update (`replay`)."""
+        (`step`, `act`) and replays chunks of steps in the update (`evaluate`)."""
         return self.core is not None
 
     @property
@@ -120,14 +122,6 @@ class ActorCritic(nn.Module):
         if self.core is None:
             return 0
         return self.core.memory_size + (0 if self.critic_core is None else self.critic_core.memory_size)
-
-    def forward(self, obs: Obs, update: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-        """obs (B, ...) -> (distribution parameters (B, ...), value (B,)): the feed-forward network, without
-        the distribution object (what `--compile` compiles); `update` as for `features`. A recurrent policy runs
-        `step` or `replay`."""
-        if self.core is not None:
-            raise TypeError("a recurrent policy runs step(obs, memory) or replay(obs, starts, memory0)")
-        return self.heads(self.features(self.as_obs(obs), update))
 
     def distribution(self, out: torch.Tensor, obs: Obs | None = None) -> Distribution:
         """The distribution over actions of the policy head's outputs (ppo1.actions.distribution): a categorical
@@ -143,12 +137,6 @@ class ActorCritic(nn.Module):
         policy changed (it has such statistics)."""
         return False
 
-    def dist(self, obs: Obs, update: bool = False):
-        """(distribution over actions, value (B,)) of a feed-forward policy; `update` as for `features`."""
-        obs = self.as_obs(obs)
-        out, value = self(obs, update)
-        return self.distribution(out, obs), value
-
     def initial_memory(self, n: int, device: torch.device | str = "cpu") -> torch.Tensor | None:
         """The recurrent memory of n envs at an episode's start (zeros (n, memory_size)); None without --rnn."""
         return None if self.core is None else torch.zeros(n, self.memory_size, device=device)
@@ -156,10 +144,10 @@ class ActorCritic(nn.Module):
     def step(self, obs: Obs, memory: torch.Tensor | None):
         """One step of B envs: (distribution, value (B,), the memory after obs (None without --rnn))."""
         obs = self.as_obs(obs)
-        if self.core is None:
-            dist, value = self.dist(obs)
-            return dist, value, None
         x = self.features(obs)
+        if self.core is None:
+            out, value = self.heads(x)
+            return self.distribution(out, obs), value, None
         if self.critic_core is None:
             h, memory = self.core.step(x, memory)
             out, value = self.heads(h)
@@ -170,21 +158,34 @@ class ActorCritic(nn.Module):
         out, value = self.heads(h, h_vf)
         return self.distribution(out, obs), value, torch.cat([pi_memory, vf_memory], dim=-1)
 
-    def replay(self, obs: Obs, starts: torch.Tensor, memory0: torch.Tensor, update: bool = False):
-        """A recurrent policy over n chunks of L steps: obs (n L, ...) chunk after chunk, starts (n, L) bool
-        (True: the step begins an episode), memory0 (n, memory_size) the memory before each chunk; `update` as
-        for `features`. Returns (distribution, value (n L,)), step for step as `step` computed them in the rollout."""
-        n, length = starts.shape
+    def evaluate(self, obs: Obs, actions: torch.Tensor, starts: torch.Tensor | None = None,
+                 memory0: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The update's pass over B samples: (log-probability of `actions` (B,), entropy (B,), value (B,)), all
+        float32. A recurrent policy replays n chunks of L steps: obs (n L, ...) chunk after chunk, starts (n, L)
+        bool (True: the step begins an episode), memory0 (n, memory_size) the memory before each chunk, giving
+        step for step what `step` gave in the rollout; a feed-forward one takes neither (None).
+
+        The torsos run in the ambient autocast's precision (features); the cores, heads, distribution,
+        log-probabilities and values with autocast off, in float32, where the ratio and losses are formed."""
         obs = self.as_obs(obs)
-        x = self.features(obs, update).reshape(n, length, -1)
+        x = self.features(obs)
+        with torch.autocast(x.device.type, enabled=False):
+            out, value = self.heads(x) if self.core is None else self._replay(x, starts, memory0)
+            dist = self.distribution(out, obs)
+            return dist.log_prob(actions), dist.entropy(), value
+
+    def _replay(self, x: torch.Tensor, starts: torch.Tensor, memory0: torch.Tensor):
+        """The cores and heads over n chunks of L steps of features x (n L, F) (see evaluate): (the policy head's
+        outputs (n L, ...), value (n L,))."""
+        n, length = starts.shape
+        x = x.reshape(n, length, -1)
         if self.critic_core is None:
             h, h_vf = self.core.sequences(x, starts, memory0), None
         else:
             pi_memory0, vf_memory0 = memory0.split(self.core.memory_size, dim=-1)
             h = self.core.sequences(x, starts, pi_memory0)
             h_vf = self.critic_core.sequences(x, starts, vf_memory0).reshape(n * length, -1)
-        out, value = self.heads(h.reshape(n * length, -1), h_vf)
-        return self.distribution(out, obs), value
+        return self.heads(h.reshape(n * length, -1), h_vf)
 
     @torch.no_grad()
     def value(self, obs: Obs, memory: torch.Tensor | None = None) -> torch.Tensor:
@@ -412,23 +413,17 @@ class CnnPolicy(ActorCritic):
             return [None] * len(self.image_names)
         return [self.frame_rms, *self.more_frame_rms]
 
-    def features(self, obs: Obs, update: bool = False) -> torch.Tensor:
+    def features(self, obs: Obs) -> torch.Tensor:
         """obs: each image (B, C, H, W) uint8 ((B, 4, 84, 84) on Atari) and the vector (B, D) -> the torsos'
-        features and the normalised vector side by side (B, hidden + D) float32. update: a pass of the PPO update,
-        in its precision (see below)."""
+        features and the normalised vector side by side (B, hidden + D) float32.
+
+        The torsos run in the ambient autocast's precision: bf16 in the update's passes with --precision bf16
+        (ppo1.update_pass), float32 when acting. Their features go to float32 (a no-op in float32) for the
+        cores and heads, which evaluate runs with autocast off."""
         obs = self.as_obs(obs)
         torsos = [self.torso, *self.more_torsos]
         inputs = [self.torso_input(obs[name], i) for i, name in enumerate(self.image_names)]
-        if update and self.autocast_dtype is not None:
-            # --precision bf16 in the update's passes only: its minibatches and the pass that takes pi_old for
-            # it (so its first ratio is 1); acting stays in fp32, as a batch of a few frames gains nothing from
-            # bf16. The torsos run under autocast, their features go back to float32 for the core and heads, so
-            # log-probabilities and values keep float32's precision where the ratio and losses are formed.
-            with torch.autocast(inputs[0].device.type, dtype=self.autocast_dtype):
-                hs = [torso(x) for torso, x in zip(torsos, inputs)]
-            hs = [h.float() for h in hs]
-        else:
-            hs = [torso(x) for torso, x in zip(torsos, inputs)]
+        hs = [torso(x).float() for torso, x in zip(torsos, inputs)]
         if self.vec_dim:
             hs.append(self.vec_rms.normalize(obs[VECTOR]))
         return hs[0] if len(hs) == 1 else torch.cat(hs, -1)
@@ -544,9 +539,10 @@ class MlpPolicy(ActorCritic):
         self.ob_rms.update(self.as_obs(obs)[VECTOR], allreduce_sum)
         return True
 
-    def features(self, obs: Obs, update: bool = False) -> torch.Tensor:
-        """obs: the vector (B, D) -> the normalised observations (B, D), in float32 in every pass (`update` is
-        ignored)."""
+    def features(self, obs: Obs) -> torch.Tensor:
+        """obs: the vector (B, D) -> the normalised observations (B, D), float32 under any autocast (no op of
+        the normalisation is one autocast casts), so with evaluate's float32 heads the MLP runs in float32 in
+        every pass, --precision bf16 or not."""
         return self.ob_rms.normalize(self.as_obs(obs)[VECTOR])
 
 

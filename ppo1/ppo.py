@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from torch.distributions import Distribution
 
 from ppo1.distributed import Comm
+from ppo1.update_pass import UpdatePass
 
 if TYPE_CHECKING:
     from ppo1.rollout import Batch
@@ -80,22 +80,22 @@ def approx_kl_k3(logp: torch.Tensor, old_logp: torch.Tensor, weights: torch.Tens
     return mean(torch.expm1(log_ratio) - log_ratio, weights).float()
 
 
-def ppo_loss(dist: Distribution, values: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
+def ppo_loss(logp: torch.Tensor, entropy: torch.Tensor, values: torch.Tensor, old_logp: torch.Tensor,
              adv: torch.Tensor, returns: torch.Tensor, clip: float, vf_coef: float,
              ent_coef: float, old_values: torch.Tensor | None = None,
              weights: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The paper's eq. (9) as a loss: L^CLIP + c1 * (V - V^targ)^2 - c2 * entropy (baselines pposgd_simple).
 
-    dist: pi(.|s) over B states; values (B,), actions (B, ...), old_logp (B,), adv (B,), returns (B,);
+    logp (B,): log pi(a|s) of the B samples' actions now; entropy (B,): that of pi(.|s); values (B,): V(s) now
+    (UpdatePass.evaluate gives the three); old_logp (B,), adv (B,), returns (B,);
     old_values (B,): the rollout's values, for the clipped value loss (--clip_vloss; None: plain);
     weights (B,): 1, or 0 for a sample no term learns from (a step whose env crashed); None: all 1.
     Every expectation is the weighted mean (see mean).
     Returns (total loss, dict of detached statistics: STAT_KEYS and kl_k3, the target-KL estimator).
     """
-    logp = dist.log_prob(actions)
     pol_loss, clipfrac = clipped_surrogate(logp, old_logp, adv, clip, weights)
     vf_loss = value_loss(values, returns, old_values, clip, weights)
-    entropy = mean(dist.entropy(), weights)
+    entropy = mean(entropy, weights)
     total = pol_loss + vf_coef * vf_loss - ent_coef * entropy
     approx_kl = mean(old_logp - logp, weights)
     stats = {"pol_loss": pol_loss, "vf_loss": vf_loss, "entropy": entropy,
@@ -200,18 +200,19 @@ def ranks_share(comm: Comm, weights: torch.Tensor | None, kl: torch.Tensor, targ
     return comm.size * live / total, kl_sum / total
 
 
-def minibatch_loss(policy: torch.nn.Module, mb: "Batch", hp: Hyper, weights: torch.Tensor | None,
-                   dist_fn: Callable | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """ppo_loss of `policy` on a minibatch: its advantages standardised over it with --adv_norm minibatch, its
-    sample weights `weights` (None: all 1), the value loss clipped around the rollout's values with --clip_vloss."""
+def minibatch_loss(update_pass: UpdatePass, mb: "Batch", hp: Hyper,
+                   weights: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """ppo_loss of the policy of `update_pass` on a minibatch: its advantages standardised over it with --adv_norm
+    minibatch, its sample weights `weights` (None: all 1), the value loss clipped around the rollout's values with
+    --clip_vloss."""
     a = normalized(mb.adv, weights) if hp.adv_norm == "minibatch" else mb.adv
-    dist, values = mb.forward(policy, dist_fn)  # with --rnn: the chunks replayed from their saved memories
-    return ppo_loss(dist, values, mb.actions, mb.logp, a, mb.returns, hp.clip, hp.vf_coef, hp.ent_coef,
+    logp, entropy, values = update_pass.evaluate(mb)  # with --rnn: the chunks replayed from their saved memories
+    return ppo_loss(logp, entropy, values, mb.logp, a, mb.returns, hp.clip, hp.vf_coef, hp.ent_coef,
                     old_values=mb.values if hp.clip_vloss else None, weights=weights)
 
 
 def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm, batch: "Batch", hp: Hyper,
-           dist_fn: Callable | None = None) -> dict[str, float]:
+           update_pass: UpdatePass | None = None) -> dict[str, float]:
     """`hp.epochs` passes over the rank's batch in shuffled minibatches of `hp.minibatch` samples.
 
     Each minibatch: loss -> (with `target_kl`: its KL averaged over ranks; above the target, the
@@ -220,10 +221,10 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     decision from the same averaged KL, at the same minibatch, so the ranks' allreduces stay matched
     and their parameters identical. Advantages are standardised over the rank's batch
     (`adv_norm="batch"`, baselines ppo1: done by Segment.batch) or over each minibatch ("minibatch",
-    ppo2). `dist_fn(obs) -> (distribution, values)` replaces `policy.dist` for the forward pass (the
-    `--compile`d one) in a feed-forward policy; a recurrent one replays each minibatch's chunks
-    (RecurrentBatch.forward). Samples of weight 0 (`batch.weights`: steps whose env crashed) count in
-    no loss, no statistic and no mean over ranks (ranks_share).
+    ppo2). `update_pass` (of `policy`; None: the eager float32 one) computes each minibatch's
+    log-probabilities, entropies and values, in the run's precision, compiled with --compile; a recurrent
+    policy replays each minibatch's chunks. Samples of weight 0 (`batch.weights`: steps whose env crashed)
+    count in no loss, no statistic and no mean over ranks (ranks_share).
     Returns the mean of each statistic over all minibatches of this rank whose loss was computed, and
     `epochs`: the epochs run, counted in minibatch steps (2.5 = stopped halfway through the third).
     Raises NonFiniteUpdate, before that minibatch's step, when the averaged gradients are not finite.
@@ -231,6 +232,7 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     for group in optimizer.param_groups:
         group["lr"] = hp.lr
     params = [p for p in policy.parameters()]
+    update_pass = update_pass or UpdatePass(policy)
     weighted = agreed_weights(comm, batch) is not None
     totals = torch.zeros(len(STAT_KEYS), device=batch.obs.device)
     count, steps, per_epoch = 0, 0, batch.minibatch_count(hp.minibatch)
@@ -238,7 +240,7 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
         stop = False
         for i, mb in enumerate(batch.minibatches(hp.minibatch)):
             weights = mb.weights if weighted else None
-            loss, stats = minibatch_loss(policy, mb, hp, weights, dist_fn)
+            loss, stats = minibatch_loss(update_pass, mb, hp, weights)
             totals += torch.stack([stats[k] for k in STAT_KEYS])
             count += 1
             share, mean_kl = ranks_share(comm, weights, stats["kl_k3"], hp.target_kl)

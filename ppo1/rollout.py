@@ -99,22 +99,10 @@ class Batch:
         for start in range(0, len(self), size):
             yield Batch(**self._rows(slice(start, min(start + size, len(self)))))
 
-    def forward(self, policy: torch.nn.Module, dist_fn: Callable | None = None):
-        """(distribution, values (N,)) of `policy` on these samples in the update's pass (its precision),
-        through `dist_fn` when given (the --compile'd forward)."""
-        return dist_fn(self.obs) if dist_fn is not None else policy.dist(self.obs, update=True)
-
-    @torch.no_grad()
-    def relabel(self, policy: torch.nn.Module, block: int = 1024) -> None:
-        """Set logp to that of `policy` as it is now (pi_old of the update), in forward passes over `blocks`
-        of about `block` samples, in the update's precision: after its input statistics moved, or with
-        --precision bf16 (Trainer.update), so the update's first ratio is 1, as baselines assigns old = new
-        after updating its ob_rms. `values` stay the rollout's: the returns were built on them, so the clipped
-        value loss (--clip_vloss) is centred there."""
-        logp = []  # a new tensor: on the CPU, logp shares the Segment's buffer
-        for part in self.blocks(block):
-            logp.append(part.forward(policy)[0].log_prob(part.actions))
-        self.logp = torch.cat(logp).float()
+    def memory_inputs(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        """What the policy's evaluate takes besides the observations and actions: (starts (n, L), memory0
+        (n, memory_size)) for a recurrent policy's chunks; none for a feed-forward policy's samples."""
+        return None, None
 
 
 @dataclasses.dataclass
@@ -158,10 +146,10 @@ class RecurrentBatch(Batch):
         for first in range(0, chunks, per):
             yield self._chunks(slice(first, min(first + per, chunks)))
 
-    def forward(self, policy: torch.nn.Module, dist_fn: Callable | None = None):
-        """(distribution, values (N,)) of `policy` on these samples in the update's pass (its precision): the
-        chunks replayed from their saved memories (`dist_fn`, a feed-forward pass, does not apply)."""
-        return policy.replay(self.obs, self.starts.view(-1, self.seq_len), self.memory0, update=True)
+    def memory_inputs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(starts (n, L) bool, memory0 (n, memory_size)) of the n chunks: where the policy's evaluate replays them
+        from."""
+        return self.starts.view(-1, self.seq_len), self.memory0
 
 
 @dataclasses.dataclass

@@ -32,6 +32,7 @@ from ppo1.restarts import EnvRestarts
 from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, linear_alpha, update, warmup_factor
 from ppo1.rollout import Segment, make_collector
 from ppo1.stops import StopRequest
+from ppo1.update_pass import UpdatePass
 from ppo1.video import TrainingVideo
 from ppo1.wandb_log import WandbLog, require as require_wandb
 from ppo1.watchdog import Watchdog
@@ -147,8 +148,6 @@ class Trainer:
                                 stacked=self.venv.stacked, rnn_critic=cfg.rnn_critic).to(self.device)
             self.reward_norm = RewardNormalizer(cfg.envs_per_rank, cfg.gamma) if cfg.norm_reward else None
             self.sign_rewards = cfg.sign_rewards(self.venv.family)
-            if cfg.precision == "bf16":
-                self.policy.autocast_dtype = torch.bfloat16
             self.optimizer = devices.make_adam(self.policy.parameters(), self.device, cfg.optim_stepsize,
                                                cfg.adam_epsilon)
             if comm.is_root:
@@ -229,7 +228,7 @@ class Trainer:
         self.collector.resume_from(self.venv.obs)
 
     def _open_logs(self) -> None:
-        """The loop's compiled forward (--compile), logs (rank 0: console, progress.csv,
+        """The update's pass (its precision, --compile), the loop's logs (rank 0: console, progress.csv,
         TensorBoard, videos; every rank: its episode CSV) and clocks."""
         cfg, comm, state = self.config, self.comm, self.state
         self.n_iters = cfg.num_iterations(comm.size)
@@ -253,7 +252,7 @@ class Trainer:
                 state.wandb_id = self.wandb.run_id if self.wandb is not None else state.wandb_id
         self.recorder = Recorder(progress, [self.wandb] if self.wandb is not None else [])
         self.episode_log = EpisodeLog(cfg.run_dir, comm.rank, warn=self.log if comm.is_root else None)
-        self.dist_fn = devices.CompiledDist(self.policy, lambda m: self.log(m)) if cfg.compile else None
+        self.update_pass = UpdatePass(self.policy, self.device, cfg.precision, cfg.compile, lambda m: self.log(m))
         self.start, self.start_steps, self.start_iteration = time.time(), state.timesteps, state.iteration
 
     # ------------------------------------------------------------------ one iteration
@@ -290,11 +289,9 @@ class Trainer:
         self.wd.phase = "gradient allreduce"
         with self.profile.timer("update"):
             batch = seg.batch(self.device, self.rng, standardize_adv=self.config.adv_norm == "batch")
-            if moved or self.policy.autocast_dtype is not None:  # pi_old is the policy the update starts from,
-                # with the new statistics and in the update's precision (bf16): its first ratio is 1
-                batch.relabel(self.policy)
+            self.update_pass.set_pi_old(batch, moved)  # where the statistics moved or in bf16: the first ratio is 1
             try:
-                stats = update(self.policy, self.optimizer, self.comm, batch, hp, self.dist_fn)
+                stats = update(self.policy, self.optimizer, self.comm, batch, hp, self.update_pass)
             except NonFiniteUpdate as e:  # the same on every rank: one line, exit 2, nothing saved of it
                 err = PPO1Error(f"training stopped at iteration {self.state.iteration + 1}, {e}; no step "
                                 "was taken and no checkpoint written of it (the newest on disk is intact); "

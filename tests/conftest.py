@@ -199,17 +199,17 @@ def first_ratios(monkeypatch, config) -> tuple[list, list[bool]]:
     first, fixed = [], []
     real_update, real_loss = train_mod.update, ppo_mod.ppo_loss
 
-    def update(policy, optimizer, comm, batch, hp, dist_fn=None):
+    def update(policy, optimizer, comm, batch, hp, update_pass=None):
         first.append(None)
         old = batch.logp.clone()
-        stats = real_update(policy, optimizer, comm, batch, hp, dist_fn)
+        stats = real_update(policy, optimizer, comm, batch, hp, update_pass)
         fixed.append(torch.equal(old, batch.logp))
         return stats
 
-    def loss(dist, values, actions, old_logp, *a, **k):
+    def loss(logp, entropy, values, old_logp, *a, **k):
         if first[-1] is None:  # the first minibatch of the first epoch of this update
-            first[-1] = torch.exp(dist.log_prob(actions) - old_logp).detach()
-        return real_loss(dist, values, actions, old_logp, *a, **k)
+            first[-1] = torch.exp(logp - old_logp).detach()
+        return real_loss(logp, entropy, values, old_logp, *a, **k)
     monkeypatch.setattr(train_mod, "update", update)
     monkeypatch.setattr(ppo_mod, "ppo_loss", loss)
     train_mod.train(config, Comm(None), log=lambda *a, **k: None)

@@ -13,7 +13,7 @@ import torch
 from conftest import TINY, run_cli, run_script
 from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
-from ppo1.device import (CompiledDist, batched_act, bf16_capable, cuda_count, device_for_rank, devices_line,
+from ppo1.device import (batched_act, bf16_capable, cuda_count, device_for_rank, devices_line,
                          parse_device, resolve_precision, to_cpu)
 from ppo1.distributed import Comm
 from ppo1.observations import Obs
@@ -114,74 +114,6 @@ def test_cpu_batched_act_is_policy_act_on_the_same_arrays():
     np.testing.assert_array_equal(a, a2.numpy())
     np.testing.assert_array_equal(lp, lp2.numpy())
     np.testing.assert_array_equal(v, v2.numpy())
-
-
-# ------------------------------------------------------------------ --compile
-def test_compile_failure_falls_back_to_eager_with_one_notice():
-    def broken_backend(gm, example_inputs):
-        raise RuntimeError("no C compiler here")
-
-    policy = build("small", 6)
-    notes = []
-    forward = CompiledDist(policy, notes.append, backend=broken_backend)
-    obs = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
-    for _ in range(3):
-        dist, value = forward(obs)
-        eager_dist, eager_value = policy.dist(obs)
-        assert torch.equal(dist.logits, eager_dist.logits) and torch.equal(value, eager_value)
-    assert forward.state == "failed"
-    assert len(notes) == 1 and notes[0].startswith("ppo1: --compile: torch.compile failed (") and \
-        "no C compiler here" in notes[0] and "eager" in notes[0]
-    assert all(p.grad is None for p in policy.parameters())  # the trial left no gradients behind
-
-
-def test_compiled_forward_and_backward_match_eager():
-    policy = build("small", 6)
-    forward = CompiledDist(policy, lambda m: pytest.fail(m), backend="eager")  # dynamo, no C compiler
-    obs = Obs({"image": torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)})  # as Batch.forward gives it
-    dist, value = forward(obs)
-    assert forward.state == "compiled"
-    (dist.logits.sum() + value.sum()).backward()
-    compiled_grads = [p.grad.clone() for p in policy.parameters()]
-    policy.zero_grad()
-    eager, eager_value = policy.dist(obs)
-    (eager.logits.sum() + eager_value.sum()).backward()
-    for g, p in zip(compiled_grads, policy.parameters()):
-        torch.testing.assert_close(g, p.grad)
-
-
-def test_compile_without_a_working_compiler_trains_on_eagerly(tmp_path):
-    r = run_cli([*TINY, "--env_steps", "256", "--checkpoint_dir", str(tmp_path), "--model_name", "c", "--compile"],
-                env={"CC": "/nonexistent/cc", "CXX": "/nonexistent/c++",
-                     "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")})  # nothing compiled to reuse
-    assert r.returncode == 0, r.stderr
-    notes = [line for line in r.stdout.splitlines() if "--compile" in line]
-    assert len(notes) == 1 and "torch.compile failed" in notes[0] and "eager" in notes[0], r.stdout
-    assert "ppo1: done: 256 steps" in r.stdout and "Traceback" not in r.stdout + r.stderr
-
-
-def test_bf16_runs_the_torso_in_bfloat16_only_in_the_updates_passes_and_stays_close_to_fp32():
-    torch.manual_seed(0)
-    policy = build("small", 6, init="orthogonal")
-    obs = torch.randint(0, 256, (16, 4, 84, 84), dtype=torch.uint8)
-    logits32, value32 = policy(obs)
-    (logits32.logsumexp(-1).sum() + value32.sum()).backward()
-    grads32 = [p.grad.clone() for p in policy.parameters()]
-    policy.zero_grad()
-    policy.autocast_dtype = torch.bfloat16
-    with torch.no_grad():  # the rollouts: float32, bit for bit
-        logits_ng, value_ng = policy(obs)
-    assert torch.equal(logits_ng, logits32.detach()) and torch.equal(value_ng, value32.detach())
-    logits16, value16 = policy(obs, update=True)
-    assert logits16.dtype == value16.dtype == torch.float32  # heads in float32
-    assert not torch.equal(logits16, logits32)  # the torso did run in bfloat16
-    torch.testing.assert_close(logits16, logits32, atol=2e-3, rtol=0.02)
-    torch.testing.assert_close(value16, value32, atol=2e-2, rtol=0.02)
-    (logits16.logsumexp(-1).sum() + value16.sum()).backward()
-    for g32, p in zip(grads32, policy.parameters()):
-        assert p.grad.dtype == torch.float32
-        cos = torch.nn.functional.cosine_similarity(g32.flatten(), p.grad.flatten(), dim=0)
-        assert cos > 0.99, cos
 
 
 def test_bf16_capable_reads_the_cpu_flags_and_auto_needs_every_rank_and_a_cnn(tmp_path):
@@ -285,7 +217,7 @@ def test_cuda_batched_act_matches_the_cpu_policy(monkeypatch):
     obs = Obs({"image": np.random.default_rng(0).integers(0, 256, (3, 4, 84, 84), dtype=np.uint8)})
     a, lp, v, _ = batched_act(gpu, torch.device("cuda"), obs)(obs)
     assert a.shape == (3,) and a.dtype == np.int64 and lp.dtype == v.dtype == np.float32
-    dist, value = policy.dist(obs.map(torch.from_numpy))
+    dist, value, _ = policy.step(obs.map(torch.from_numpy), None)
     np.testing.assert_allclose(v, value.detach().numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(lp, dist.log_prob(torch.from_numpy(a)).detach().numpy(), rtol=1e-4, atol=1e-5)
 

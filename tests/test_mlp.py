@@ -91,7 +91,7 @@ def test_gaussian_policy_has_state_independent_log_std_and_sums_log_probs():
     obs = torch.randn(4, 3)
     a, logp, _, _ = policy.act(obs)
     assert a.shape == (4, 2) and a.dtype == torch.float32
-    dist, _ = policy.dist(obs)
+    dist, _, _ = policy.step(obs, None)
     mean = dist.base_dist.mean
     expected = torch.distributions.Normal(mean, torch.ones_like(mean)).log_prob(a).sum(-1)
     torch.testing.assert_close(logp, expected)

@@ -284,7 +284,7 @@ def test_a_dicts_vector_entries_reach_the_policy_beside_the_image_and_change_wha
     late["vector"][:] = 40.0
     both = Obs.stack([early, late])
     assert policy.observe(both)  # the running statistics of the vector: mean 20.5, std 19.5
-    logits, values = policy(both.map(torch.from_numpy))
+    logits, values = policy.heads(policy.features(both.map(torch.from_numpy)))
     assert not torch.equal(values[0], values[1]) and not torch.equal(logits[0], logits[1])
     for e in (env, plain):
         e.close()
@@ -374,7 +374,8 @@ def test_an_image_smaller_than_frame_size_keeps_its_size_and_channels_and_the_cn
     with pytest.raises(PPO1Error, match=r"--model_type=small needs frames of at least 20x20, not 8x8: use a larger "
                                         r"--frame_size or --model_type impala \(which reads any size\)"):
         build("small", env.action_space, env.obs_spec)
-    logits, values = build("impala", env.action_space, env.obs_spec)(obs.map(torch.from_numpy)[None])
+    policy = build("impala", env.action_space, env.obs_spec)
+    logits, values = policy.heads(policy.features(obs.map(torch.from_numpy)[None]))
     assert logits.shape == (1, 4) and values.shape == (1,)
     env.close()
 

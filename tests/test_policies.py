@@ -10,7 +10,7 @@ from ppo1.policies import build
 def test_policy_maps_uint8_frames_to_logits_and_values(model_type, hidden, convs):
     policy = build(model_type, 6)
     obs = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
-    logits, value = policy(obs)
+    logits, value = policy.heads(policy.features(obs))
     assert logits.shape == (5, 6) and value.shape == (5,)
     assert logits.dtype == torch.float32
     assert sum(isinstance(m, torch.nn.Conv2d) for m in policy.modules()) == convs
@@ -23,7 +23,7 @@ def test_normc_init_gives_unit_rows_and_a_small_policy_head():
     torch.testing.assert_close(policy.vf.weight.norm(dim=1), torch.ones(1))
     assert torch.all(policy.pi.bias == 0)
     # a fresh policy is near-uniform
-    probs = torch.softmax(policy(torch.zeros(1, 4, 84, 84, dtype=torch.uint8))[0], -1)
+    probs = torch.softmax(policy.heads(policy.features(torch.zeros(1, 4, 84, 84, dtype=torch.uint8)))[0], -1)
     assert torch.allclose(probs, torch.full_like(probs, 1 / 6), atol=0.01)
 
 
@@ -31,7 +31,7 @@ def test_frames_are_scaled_inside_the_model():
     policy = build("small", 3)
     obs = torch.full((1, 4, 84, 84), 255, dtype=torch.uint8)
     manual = policy.pi(policy.torso(torch.ones(1, 4, 84, 84)))
-    torch.testing.assert_close(policy(obs)[0], manual)
+    torch.testing.assert_close(policy.heads(policy.features(obs))[0], manual)
 
 
 def test_act_samples_valid_actions_and_greedy_takes_argmax():
@@ -40,7 +40,7 @@ def test_act_samples_valid_actions_and_greedy_takes_argmax():
     a, logp, v, _ = policy.act(obs)
     assert a.min() >= 0 and a.max() < 4 and logp.shape == v.shape == (64,)
     g, _, _, _ = policy.act(obs, greedy=True)
-    assert torch.equal(g, policy(obs)[0].argmax(-1))
+    assert torch.equal(g, policy.heads(policy.features(obs))[0].argmax(-1))
 
 
 def test_unknown_model_type_is_refused():
@@ -71,7 +71,7 @@ def test_frame_norm_center_subtracts_the_running_mean_of_each_observations_newes
     assert mean[0, 0].item() == pytest.approx(50, rel=1e-2) and mean[5, 5].item() == pytest.approx(150, rel=1e-2)
     frames = torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8)
     expected = policy.pi(policy.torso((frames.double() - mean).float() / 255))
-    torch.testing.assert_close(policy(frames)[0], expected, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(policy.heads(policy.features(frames))[0], expected, atol=1e-5, rtol=1e-4)
 
 
 def test_frame_norm_scale_keeps_the_checkpoint_keys_of_before_and_ignores_observe():
@@ -99,7 +99,7 @@ def test_frame_norm_scale_keeps_the_checkpoint_keys_of_before_and_ignores_observ
 def test_impala_cnn_has_the_hand_counted_shapes_and_parameters(obs_shape, actions, features, params):
     policy = build("impala", actions, obs_shape)
     obs = torch.randint(0, 256, (5, *obs_shape), dtype=torch.uint8)
-    logits, value = policy(obs)
+    logits, value = policy.heads(policy.features(obs))
     assert logits.shape == (5, actions) and value.shape == (5,) and logits.dtype == torch.float32
     stages = policy.torso[:3]
     assert policy.torso(obs.float() / 255).shape == (5, 256)
@@ -127,7 +127,7 @@ def test_impala_takes_the_inits_of_the_other_cnns(init):
     policy = build("impala", 6, (3, 64, 64), init=init)
     torch.testing.assert_close(policy.pi.weight.norm(dim=1), torch.full((6,), 0.01))
     assert all(torch.all(m.bias == 0) for m in policy.modules() if isinstance(m, torch.nn.Conv2d))
-    probs = torch.softmax(policy(torch.zeros(1, 3, 64, 64, dtype=torch.uint8))[0], -1)
+    probs = torch.softmax(policy.heads(policy.features(torch.zeros(1, 3, 64, 64, dtype=torch.uint8)))[0], -1)
     assert torch.allclose(probs, torch.full_like(probs, 1 / 6), atol=0.01)  # near-uniform when fresh
 
 
@@ -174,7 +174,7 @@ def test_impala_centres_an_rgb_frame_per_pixel_and_channel_and_atari_stacks_on_t
     assert mean[1].abs().max().item() == 0
     frames = torch.randint(0, 256, (3, 3, 64, 64), dtype=torch.uint8)
     expected = rgb.pi(rgb.torso((frames.double() - mean).float() / 255))
-    torch.testing.assert_close(rgb(frames)[0], expected, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(rgb.heads(rgb.features(frames))[0], expected, atol=1e-5, rtol=1e-4)
     atari = build("impala", 4, (4, 84, 84), frame_norm="center")
     assert atari.frame_rms.sum.shape == (84, 84)  # as small and large: the mean of one frame
 
@@ -196,7 +196,7 @@ def test_multidiscrete_and_multibinary_actions_get_one_categorical_per_dimension
     a, logp, v, _ = policy.act(obs)
     assert a.shape == (8, 2) and a.dtype == torch.int64 and logp.shape == v.shape == (8,)
     assert a[:, 0].max() < 3 and a[:, 1].max() < 2 and a.min() >= 0
-    logits = policy(obs)[0]
+    logits = policy.heads(policy.features(obs))[0]
     first, second = torch.log_softmax(logits[:, :3], -1), torch.log_softmax(logits[:, 3:], -1)
     expected = first.gather(1, a[:, :1]).squeeze(1) + second.gather(1, a[:, 1:]).squeeze(1)
     torch.testing.assert_close(logp, expected)

@@ -57,7 +57,7 @@ def test_total_loss_is_surrogate_plus_c1_value_minus_c2_entropy():
     old = dist.log_prob(actions)
     values, returns = torch.tensor([1.0, 2.0]), torch.tensor([0.0, 4.0])
     adv = torch.tensor([1.0, 1.0])
-    total, stats = ppo_loss(dist, values, actions, old, adv, returns, clip=0.1, vf_coef=0.5, ent_coef=0.01)
+    total, stats = ppo_loss(old, dist.entropy(), values, old, adv, returns, clip=0.1, vf_coef=0.5, ent_coef=0.01)
     entropy = dist.entropy().mean().item()
     assert stats["pol_loss"].item() == pytest.approx(-1.0)
     assert stats["vf_loss"].item() == pytest.approx((1 + 4) / 2)
@@ -90,7 +90,7 @@ def _tiny_update(values=None, **kw):
     n = 16
     obs = torch.randint(0, 256, (n, 4, 84, 84), dtype=torch.uint8)
     with torch.no_grad():
-        dist, _ = policy.dist(obs)
+        dist, _, _ = policy.step(obs, None)
     actions = torch.arange(n) % 3
     old_logp = dist.log_prob(actions)
     adv = torch.linspace(-3, 5, n)
@@ -120,9 +120,9 @@ def test_minibatch_standardisation_makes_each_minibatch_zero_mean(monkeypatch):
     seen = []
     real = ppo.ppo_loss
 
-    def spy(dist, values, actions, old_logp, adv, *a, **k):
+    def spy(logp, entropy, values, old_logp, adv, *a, **k):
         seen.append(adv.clone())
-        return real(dist, values, actions, old_logp, adv, *a, **k)
+        return real(logp, entropy, values, old_logp, adv, *a, **k)
     monkeypatch.setattr(ppo, "ppo_loss", spy)
     _tiny_update(adv_norm="minibatch")
     assert len(seen) == 2
@@ -154,7 +154,8 @@ def test_clip_vloss_is_off_by_default_and_on_it_clips_the_update_value_loss():
     assert Hyper.at(Config(clip_vloss=True, epsilon=0.2, anneal_clip=True), 0.5, 1).clip == pytest.approx(0.1)
     dist = torch.distributions.Categorical(logits=torch.zeros(2, 3))
     actions = torch.tensor([0, 1])
-    args = (dist, torch.tensor([3.0, 0.0]), actions, dist.log_prob(actions), torch.zeros(2), torch.tensor([0.0, 0.0]))
+    logp = dist.log_prob(actions)
+    args = (logp, dist.entropy(), torch.tensor([3.0, 0.0]), logp, torch.zeros(2), torch.tensor([0.0, 0.0]))
     _, plain = ppo_loss(*args, clip=0.1, vf_coef=1.0, ent_coef=0.0)
     _, clipped = ppo_loss(*args, clip=0.1, vf_coef=1.0, ent_coef=0.0, old_values=torch.tensor([0.0, 0.0]))
     # V = 3 from V_old = 0 at R = 0: clipped V 0.1 errs less (0.01), so the max keeps 9: (9 + 0) / 2
@@ -244,11 +245,11 @@ def test_the_first_minibatch_of_an_iteration_has_ratio_one_with_running_frame_st
     ratios = []
     real = train_mod.update
 
-    def spy(policy, optimizer, comm, batch, hp, dist_fn=None):
+    def spy(policy, optimizer, comm, batch, hp, update_pass=None):
         with torch.no_grad():
-            dist, _ = policy.dist(batch.obs)
+            dist, _, _ = policy.step(batch.obs, None)
             ratios.append(torch.exp(dist.log_prob(batch.actions) - batch.logp))
-        return real(policy, optimizer, comm, batch, hp, dist_fn)
+        return real(policy, optimizer, comm, batch, hp, update_pass)
     monkeypatch.setattr(train_mod, "update", spy)
     cfg = Config.for_preset("paper", env_steps=512, envs_per_rank=2, timesteps_per_actorbatch=128,
                             num_threads=1, checkpoint_dir=str(tmp_path), model_name="r")
@@ -265,8 +266,8 @@ def test_the_loss_of_multidiscrete_actions_takes_the_summed_log_probability_and_
     logits = torch.tensor([[0.0, 0.0, 0.0, math.log(3)], [0.0, 0.0, 0.0, 0.0]])
     dist, actions = MultiCategorical(logits, (2, 2)), torch.tensor([[0, 1], [1, 0]])
     old = torch.log(torch.tensor([1 / 2 * 3 / 4, 1 / 4]))
-    _, stats = ppo_loss(dist, torch.zeros(2), actions, old, torch.ones(2), torch.zeros(2), clip=0.1, vf_coef=0.5,
-                        ent_coef=0.01)
+    _, stats = ppo_loss(dist.log_prob(actions), dist.entropy(), torch.zeros(2), old, torch.ones(2), torch.zeros(2),
+                        clip=0.1, vf_coef=0.5, ent_coef=0.01)
     assert stats["pol_loss"].item() == pytest.approx(-1.0) and stats["approx_kl"].item() == pytest.approx(0, abs=1e-7)
     h = -(1 / 4 * math.log(1 / 4) + 3 / 4 * math.log(3 / 4))
     assert stats["entropy"].item() == pytest.approx(((math.log(2) + h) + 2 * math.log(2)) / 2, rel=1e-6)
@@ -292,7 +293,7 @@ def _weighted_loss_and_grads(logits, values, actions, old_logp, adv, returns, we
     """ppo_loss (clipped value loss) of a categorical over `logits` and `values`, both leaves: (loss, their grads)."""
     logits, values = logits.clone().requires_grad_(), values.clone().requires_grad_()
     dist = torch.distributions.Categorical(logits=logits)
-    loss, stats = ppo_loss(dist, values, actions, old_logp, adv, returns, 0.2, 0.5, 0.01,
+    loss, stats = ppo_loss(dist.log_prob(actions), dist.entropy(), values, old_logp, adv, returns, 0.2, 0.5, 0.01,
                            old_values=returns - 1.0, weights=weights)
     loss.backward()
     return loss, stats, logits.grad, values.grad

@@ -15,6 +15,7 @@ from ppo1.envs import EnvOptions, make_vec_env
 from ppo1.observations import Obs
 from ppo1.policies import RecurrentCore, build
 from ppo1.rollout import Batch, RecurrentBatch, RecurrentCollector
+from ppo1.update_pass import UpdatePass
 
 CUE = ["--env_name", "tests.memoryenv:make"]
 
@@ -79,8 +80,8 @@ def test_a_segment_replayed_from_its_saved_states_gives_the_rollouts_log_probs()
     batch = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=False)
     assert batch.memory0.shape == (2 * 16 // 4, 8) and len(batch) == 32
     with torch.no_grad():
-        dist, values = batch.forward(policy)
-    torch.testing.assert_close(dist.log_prob(batch.actions), batch.logp, rtol=0, atol=1e-5)
+        logp, _, values = UpdatePass(policy).evaluate(batch)
+    torch.testing.assert_close(logp, batch.logp, rtol=0, atol=1e-5)
     torch.testing.assert_close(values, batch.values, rtol=0, atol=1e-5)
     mbs = list(batch.minibatches(10))  # 32 // 10 = 3 minibatches, as without --rnn: 2 whole chunks of 4 each
     assert [len(m) for m in mbs] == [8] * 3 and batch.minibatch_count(10) == 3
@@ -240,7 +241,7 @@ def test_a_separate_critic_core_keeps_the_value_loss_out_of_the_policy_core_and_
     for critic in ("shared", "separate"):
         policy = build("mlp", venv.action_space, (1,), rnn=kind, rnn_size=8, rnn_critic=critic)
         state0 = torch.randn(2, policy.memory_size)
-        _dist, values = policy.replay(obs, starts, state0)
+        _logp, _entropy, values = policy.evaluate(obs, torch.zeros(8, dtype=torch.int64), starts, state0)
         values.square().mean().backward()  # a value loss alone
         grads[critic] = {name: p.grad for name, p in policy.named_parameters()}
         assert policy.memory_size == policy.core.memory_size * (2 if critic == "separate" else 1)
@@ -273,3 +274,27 @@ def test_a_recurrent_atari_run_records_videos_and_plays_and_films_through_the_ap
     rec = movie(Config(checkpoint_dir=str(tmp_path), model_name="b"), {}, Comm(None), max_frames=90,
                 out=lambda line: None)
     assert rec.frames == 90 and rec.path.endswith("_partial.mp4")
+
+
+@pytest.mark.parametrize("kind, critic", [("lstm", "shared"), ("gru", "separate")])
+def test_evaluate_replays_chunks_as_step_gave_them_one_step_at_a_time(kind, critic):
+    torch.manual_seed(0)
+    venv = cue_envs(2)
+    policy = build("mlp", venv.action_space, (1,), rnn=kind, rnn_size=8, rnn_critic=critic)
+    n, length = 2, 5
+    obs, actions = torch.randn(n * length, 1), torch.randint(0, venv.action_space.n, (n * length,))
+    starts = torch.zeros(n, length, dtype=torch.bool)
+    starts[0, 2] = starts[1, 4] = True  # an episode begins inside each chunk: its memory there is zeros
+    memory0 = torch.randn(n, policy.memory_size)
+    with torch.no_grad():
+        logp, entropy, values = policy.evaluate(obs, actions, starts, memory0)
+        for i in range(n):
+            memory = memory0[i:i + 1]
+            for t in range(length):
+                j = i * length + t
+                memory = memory * float(not starts[i, t])
+                dist, value, memory = policy.step(obs[j:j + 1], memory)
+                torch.testing.assert_close(logp[j:j + 1], dist.log_prob(actions[j:j + 1]), rtol=0, atol=1e-6)
+                torch.testing.assert_close(entropy[j:j + 1], dist.entropy(), rtol=0, atol=1e-6)
+                torch.testing.assert_close(values[j:j + 1], value, rtol=0, atol=1e-6)
+    venv.close()

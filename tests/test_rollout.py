@@ -52,17 +52,18 @@ def test_a_minibatch_never_holds_a_single_leftover_sample():
     assert [len(m) for m in b.minibatches(31)] == [31]
 
 
-def test_relabel_gives_the_log_probs_of_the_policy_as_it_is_now_and_keeps_the_rollouts_values():
+def test_set_pi_old_gives_the_log_probs_of_the_policy_as_it_is_now_and_keeps_the_rollouts_values():
     # --clip_vloss clips V around the values the returns were built on: the rollout's, not the recomputed ones
     from ppo1.policies import build
+    from ppo1.update_pass import UpdatePass
     torch.manual_seed(0)
     policy = build("small", 6, frame_norm="center")
     seg = _segment()
     seg.values[:] = np.arange(8, dtype=np.float32).reshape(4, 2)
     b = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=False)
     before = seg.logp.copy()
-    b.relabel(policy, block=3)
-    dist, values = policy.dist(b.obs)
+    UpdatePass(policy).set_pi_old(b, statistics_moved=True, block=3)
+    dist, values, _ = policy.step(b.obs, None)
     torch.testing.assert_close(b.logp, dist.log_prob(b.actions), rtol=0, atol=1e-6)
     assert b.values.tolist() == list(range(8)) and not torch.allclose(b.values, values)
     np.testing.assert_array_equal(seg.logp, before)  # the segment's own buffers are left as they were
@@ -80,7 +81,7 @@ def test_the_collector_records_the_value_of_each_time_limit_cut_episodes_last_ob
     assert np.flatnonzero(seg.cut_values.any(axis=1)).tolist() == [199] and seg.dones[199].all()
     cut = [env.cut_obs for env in venv.envs]  # the step that cut them was the segment's last: each env keeps its last
     with torch.no_grad():
-        _, expected = policy.dist(Obs.stack(cut).map(torch.from_numpy))
+        _, expected, _ = policy.step(Obs.stack(cut).map(torch.from_numpy), None)
     np.testing.assert_allclose(seg.cut_values[199], expected.numpy(), rtol=1e-6)
 
 
@@ -102,7 +103,7 @@ def test_multidiscrete_actions_are_stored_per_step_as_integer_vectors_and_index_
     b = seg.batch(torch.device("cpu"), np.random.default_rng(0), standardize_adv=False)
     assert b.actions.shape == (16, 2) and torch.equal(b.actions[3], torch.from_numpy(seg.actions[1, 1]))
     with torch.no_grad():
-        torch.testing.assert_close(policy.dist(b.obs)[0].log_prob(b.actions), b.logp)
+        torch.testing.assert_close(policy.step(b.obs, None)[0].log_prob(b.actions), b.logp)
     for mb in b.minibatches(4):
         assert mb.actions.shape == (4, 2)
 

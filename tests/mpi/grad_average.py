@@ -40,8 +40,8 @@ comm.check_synced(policy)
 
 def grads(idx, weights=None, share=1.0):
     policy.zero_grad()
-    dist, values = policy.dist(obs[idx])
-    loss, _ = ppo_loss(dist, values, actions[idx], old_logp[idx], adv[idx], returns[idx], 0.1, 1.0, 0.01,
+    logp, entropy, values = policy.evaluate(obs[idx], actions[idx])
+    loss, _ = ppo_loss(logp, entropy, values, old_logp[idx], adv[idx], returns[idx], 0.1, 1.0, 0.01,
                        weights=None if weights is None else weights[idx])
     (loss * share).backward()
     return [p.grad.clone() for p in policy.parameters()]

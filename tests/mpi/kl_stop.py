@@ -36,7 +36,7 @@ torch.manual_seed(0)
 policy = build("small", 6)
 comm.broadcast_parameters(policy)
 with torch.no_grad():
-    old_logp = policy.dist(obs)[0].log_prob(actions)
+    old_logp = policy.evaluate(obs, actions)[0]
 
 
 class Recording(Comm):
