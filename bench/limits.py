@@ -4,10 +4,12 @@
     fwd:   CnnPolicy.act (forward + sampling) at batch k = envs per rank, samples/s
     train: ppo1.ppo.update (fwd + bwd + Adam per minibatch, no allreduce) at the per-rank minibatch, samples/s
 
-`python -m bench.limits '{"env_name": ..., "envs_per_rank": 4, ...}'` prints them as JSON.
+each with the scenario's own settings (model, init, frame normalisation, loss settings, precision; a
+feed-forward policy). `python -m bench.limits '{"config": {Config fields}, "seconds": 3}'` prints them as JSON.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -47,11 +49,16 @@ def env_sps(env_name: str, k: int, seconds: float) -> float:
     return k * calls / elapsed
 
 
-def forward_sps(model_type: str, num_actions: int, batch: int, seconds: float) -> float:
-    """Samples per second of CnnPolicy.act (forward + sample) on uint8 frames at `batch`."""
+def _policy(config):
+    """The scenario's feed-forward policy (its model, init and frame normalisation) for Pong's 6 actions."""
     from ppo1.policies import build
 
-    policy = build(model_type, num_actions)
+    return build(config.model_type, 6, init=config.init, frame_norm=config.frame_norm)
+
+
+def forward_sps(config, batch: int, seconds: float) -> float:
+    """Samples per second of CnnPolicy.act (forward + sample) on uint8 frames at `batch`."""
+    policy = _policy(config)
     obs = torch.randint(0, 256, (batch, 4, 84, 84), dtype=torch.uint8)
     for _ in range(5):
         policy.act(obs)
@@ -59,47 +66,53 @@ def forward_sps(model_type: str, num_actions: int, batch: int, seconds: float) -
     return batch * calls / elapsed
 
 
-def train_sps(model_type: str, num_actions: int, samples: int, minibatch: int, seconds: float) -> float:
+def train_sps(config, samples: int, minibatch: int, seconds: float) -> float:
     """Samples per second of one epoch of ppo1.ppo.update over `samples` in minibatches of `minibatch`
-    (fwd + bwd + Adam per minibatch; a single-process Comm, so no allreduce)."""
+    (fwd + bwd + Adam per minibatch, with the scenario's loss settings and precision; a single-process Comm,
+    so no allreduce)."""
+    from ppo1.device import make_adam
     from ppo1.distributed import Comm
     from ppo1.observations import Obs
-    from ppo1.policies import build
+    from ppo1.policies import frame_layout
     from ppo1.ppo import Hyper, update
     from ppo1.rollout import Batch
+    from ppo1.update_pass import UpdatePass
 
-    policy = build(model_type, num_actions)
-    opt = torch.optim.Adam(policy.parameters(), lr=2.5e-4, eps=1e-5)
+    policy = _policy(config)
+    opt = make_adam(policy.parameters(), torch.device("cpu"), config.optim_stepsize, config.adam_epsilon)
     comm, rng = Comm(None), np.random.default_rng(0)
-    batch = Batch(obs=Obs({"image": torch.randint(0, 256, (samples, 4, 84, 84), dtype=torch.uint8)}),
-                  actions=torch.randint(0, num_actions, (samples,)),
-                  logp=torch.full((samples,), -float(np.log(num_actions))),
+    frames = frame_layout(torch.randint(0, 256, (samples, 4, 84, 84), dtype=torch.uint8))  # as Segment.batch
+    batch = Batch(obs=Obs({"image": frames}), actions=torch.randint(0, 6, (samples,)),
+                  logp=torch.full((samples,), -float(np.log(6))),
                   adv=torch.randn(samples), returns=torch.randn(samples), rng=rng)
-    hp = Hyper(clip=0.1, lr=2.5e-4, epochs=1, minibatch=minibatch, vf_coef=1.0, ent_coef=0.01)
+    hp = dataclasses.replace(Hyper.at(config, 1.0, 1), epochs=1, minibatch=minibatch)
+    update_pass = UpdatePass(policy, "cpu", config.precision)
 
     def epoch():
-        update(policy, opt, comm, batch, hp)
+        update(policy, opt, comm, batch, hp, update_pass)
 
     epoch()
     calls, elapsed = _timed(epoch, seconds, min_calls=2)
     return samples * calls / elapsed
 
 
-def measure(env_name: str, envs_per_rank: int, model_type: str, horizon: int, minibatch_per_actor: int,
-            seconds: float = 3.0) -> dict:
-    """All three limits for one rank of a scenario, with 1 torch thread."""
+def measure(config: dict, seconds: float = 3.0) -> dict:
+    """All three limits for one rank of a scenario (`config`: its Config's fields), with 1 torch thread."""
+    from ppo1 import device as devices
+    from ppo1.config import Config
+
     torch.set_num_threads(1)
     cv2.setNumThreads(1)
-    from ppo1.envs import VecAtari
-
-    probe = VecAtari(env_name, 1, seed=0, rank=0)
-    num_actions = probe.num_actions
-    probe.close()
-    k = envs_per_rank
-    return {"env_sps": env_sps(env_name, k, seconds),
-            "forward_sps": forward_sps(model_type, num_actions, k, seconds),
-            "train_sps": train_sps(model_type, num_actions, horizon * k, minibatch_per_actor * k, seconds),
-            "forward_batch": k, "train_minibatch": minibatch_per_actor * k, "threads": 1}
+    config = Config(**config)
+    if config.precision == "auto":  # as Trainer.setup resolves it
+        precision = devices.resolve_precision("auto", config.model_type, [devices.bf16_capable(torch.device("cpu"))])
+        config = dataclasses.replace(config, precision=precision)
+    k = config.envs_per_rank
+    minibatch = config.optim_batchsize * k
+    return {"env_sps": env_sps(config.env_name, k, seconds),
+            "forward_sps": forward_sps(config, k, seconds),
+            "train_sps": train_sps(config, config.timesteps_per_actorbatch * k, minibatch, seconds),
+            "forward_batch": k, "train_minibatch": minibatch, "threads": 1}
 
 
 def ideal_sps(limits: dict, epochs: int) -> float:

@@ -428,15 +428,14 @@ def main(argv: list[str] | None = None) -> int:
                 0.0, (busy_after - busy_before - (own_after - own_before)) / (t_after - t_before))
             say(f"    {sb3['sps']:.0f} SPS")
         if not args.no_limits:
-            cache: dict[tuple, dict] = {}
+            cache: dict[str, dict] = {}
             for s in scenarios:
-                key = (s.envs_per_rank, s.model_type, s.horizon, s.minibatch)
+                config = scenario_config(dataclasses.replace(s, rnn="none"), args, workdir, "limits")
+                key = json.dumps(config, sort_keys=True)
                 if key not in cache:
                     say(f"  limits: k={s.envs_per_rank}, {s.model_type}, minibatch {s.minibatch * s.envs_per_rank} ...")
-                    cache[key] = _json_subprocess("bench.limits", {
-                        "env_name": args.env_name, "envs_per_rank": s.envs_per_rank, "model_type": s.model_type,
-                        "horizon": s.horizon, "minibatch_per_actor": s.minibatch, "seconds": args.limit_seconds},
-                        os.path.join(workdir, "limits.log"), timeout=600)
+                    cache[key] = _json_subprocess("bench.limits", {"config": config, "seconds": args.limit_seconds},
+                                                  os.path.join(workdir, "limits.log"), timeout=600)
                 r = by_name[s.name]
                 r["limits"] = cache[key]
                 r["ideal_sps_per_rank"] = ideal_sps(cache[key], s.epochs)

@@ -439,8 +439,7 @@ class CnnPolicy(ActorCritic):
         if rms is not None:  # the mean (84, 84) (or (C, H, W)) laid out as one frame of x, so the
             # subtraction runs element by element in x's memory order rather than broadcast across it;
             # in place, as an out-of-place one returns NCHW and undoes the channels-last layout
-            mean = rms.mean().float().expand(1, *x.shape[1:])
-            x.sub_(frame_layout(mean))
+            x.sub_(rms.frame_mean(x.shape[1:]))
         return x.div_(255.0)
 
     def observe(self, obs: Obs, allreduce_sum=None) -> bool:
@@ -487,6 +486,18 @@ class RunningMeanStd(nn.Module):
 
     def mean(self) -> torch.Tensor:
         return self.sum / self.count
+
+    def frame_mean(self, shape: torch.Size) -> torch.Tensor:
+        """The mean as float32, expanded to one frame of `shape` (C, H, W) and in frame_layout: what a torso's input
+        subtracts. Kept between calls while the sums stay as they are (their version counters: an update or a
+        load_state_dict moves them), so the rollout's steps do not compute it anew for each batch of frames."""
+        key = (self.sum._version, self.count._version, self.sum.data_ptr(), tuple(shape))
+        if torch.compiler.is_compiling() or getattr(self, "_frame_mean_key", None) != key:
+            mean = frame_layout(self.mean().float().expand(1, *shape))
+            if torch.compiler.is_compiling():
+                return mean
+            self._frame_mean_key, self._frame_mean = key, mean
+        return self._frame_mean
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         """clip((x - mean) / std, -5, 5), as float32."""

@@ -212,3 +212,20 @@ def test_the_frame_mean_of_centred_frames_is_one_frame_for_a_stack_and_per_chann
     assert build("small", 6, (4, 84, 84), frame_norm="center", stacked=True).frame_rms.mean().shape == (84, 84)
     assert build("small", 6, (4, 84, 84), frame_norm="center", stacked=False).frame_rms.mean().shape == (4, 84, 84)
     assert build("small", 6, (4, 84, 84), frame_norm="center").frame_rms.mean().shape == (84, 84)  # as before
+
+
+def test_the_torsos_frame_mean_follows_every_change_of_the_statistics():
+    policy = build("small", 6, frame_norm="center")
+    frames = torch.randint(0, 256, (2, 4, 84, 84), dtype=torch.uint8)
+
+    def centred_as_computed_afresh():
+        mean = policy.frame_rms.mean().float()
+        return (frames.float() - mean) / 255.0
+
+    policy.observe(frames.numpy())
+    torch.testing.assert_close(policy.torso_input(frames), centred_as_computed_afresh(), rtol=0, atol=0)
+    policy.observe((255 - frames).numpy())  # an update moves the mean: the torso sees it
+    torch.testing.assert_close(policy.torso_input(frames), centred_as_computed_afresh(), rtol=0, atol=0)
+    other = build("small", 6, frame_norm="center")
+    policy.load_state_dict(other.state_dict())  # so does a loaded checkpoint's
+    torch.testing.assert_close(policy.torso_input(frames), frames.float() / 255.0 - 0.0, rtol=0, atol=0)
