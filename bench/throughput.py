@@ -18,7 +18,8 @@ iterations and reports, over the timed iterations only:
                            barrier (bench.worker), times the minibatches, over the update time
     peak RSS               per rank, MB (getrusage ru_maxrss at the end of the run)
     ideal, ratio           1 / (1/env + 1/fwd + epochs/train) per rank from the limits measured with
-                           ppo1's own stack at 1 torch thread (bench.limits), times min(ranks, cores);
+                           ppo1's own stack at 1 torch thread (bench.limits), in min(ranks, cores)
+                           processes at once (as the ranks share the machine), times min(ranks, cores);
                            ratio = SPS / ideal
 
 Presets (8 actors, T=128 and minibatch 32 per actor throughout):
@@ -147,6 +148,30 @@ def _json_subprocess(module: str, args: dict, log_path: str, timeout: float) -> 
     _run([sys.executable, "-m", module, json.dumps(args)], log_path, timeout)
     with open(log_path, encoding="utf-8") as f:
         return json.loads(f.read().strip().splitlines()[-1])
+
+
+def concurrent_limits(config: dict, seconds: float, copies: int, log_dir: str) -> dict:
+    """bench.limits of `config` in `copies` processes at once (1 torch thread each), as the scenario's ranks run
+    side by side on the machine's cores (sharing its caches and memory bandwidth): each limit's mean over them."""
+    procs = []
+    for i in range(copies):
+        log = open(os.path.join(log_dir, f"limits-{i}.log"), "w", encoding="utf-8")
+        procs.append((subprocess.Popen([sys.executable, "-m", "bench.limits", json.dumps(
+            {"config": config, "seconds": seconds})], stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=_env()), log))
+    results = []
+    for proc, log in procs:
+        code = proc.wait(timeout=600)
+        log.close()
+        with open(log.name, encoding="utf-8") as f:
+            text = f.read().strip()
+        if code != 0:
+            raise SystemExit(f"bench.throughput: error: bench.limits exited {code}:\n{text[-4000:]}")
+        results.append(json.loads(text.splitlines()[-1]))
+    out = dict(results[0])
+    for key in ("env_sps", "forward_sps", "train_sps"):
+        out[key] = sum(r[key] for r in results) / copies
+    out["processes"] = copies
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- training
@@ -294,7 +319,8 @@ def format_report(report: dict) -> str:
             lines.append(f"  {r['scenario']['name']:<9} " + ", ".join(
                 f"{name} {100 * parts[name]:.1f}%" for name in ("bookkeeping", *OTHER_PARTS, "outside")))
     if any("limits" in r for r in report["runs"]):
-        lines += ["", "limits per rank (1 process, 1 torch thread, ppo1's own stack):"]
+        lines += ["", "limits per rank (1 torch thread, ppo1's own stack; the mean of as many processes at once as "
+                      "the scenario's ranks run on the cores):"]
         for r in report["runs"]:
             if "limits" in r:
                 lim = r["limits"]
@@ -434,8 +460,7 @@ def main(argv: list[str] | None = None) -> int:
                 key = json.dumps(config, sort_keys=True)
                 if key not in cache:
                     say(f"  limits: k={s.envs_per_rank}, {s.model_type}, minibatch {s.minibatch * s.envs_per_rank} ...")
-                    cache[key] = _json_subprocess("bench.limits", {"config": config, "seconds": args.limit_seconds},
-                                                  os.path.join(workdir, "limits.log"), timeout=600)
+                    cache[key] = concurrent_limits(config, args.limit_seconds, min(s.ranks, report["cores"]), workdir)
                 r = by_name[s.name]
                 r["limits"] = cache[key]
                 r["ideal_sps_per_rank"] = ideal_sps(cache[key], s.epochs)
