@@ -166,13 +166,21 @@ def copy_run(run, tmp_path, name="r"):
     return tmp_path / name
 
 
+# 2 envs x 128 steps a rank (2 ranks: 512 steps an iteration), a checkpoint every 2 iterations
+SHORT = ["--env_steps", "1024", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "128", "--optim_batchsize",
+         "32", "--save_interval", "2", "--num_threads", "1"]
+
+
 @pytest.fixture(scope="session")
 def pong_run(tmp_path_factory):
-    """(checkpoint_dir, model_name) of a tiny trained Pong run: 2 iterations of 2 envs x 128 steps."""
+    """(checkpoint_dir, model_name, CompletedProcess) of a short Pong run under a real `mpirun -np 2`: SHORT with
+    --device cpu, 4 iterations (2048 steps). The suite's one 2-rank Pong training that tests read or copy
+    (copy_run) rather than train their own; none changes it."""
     ck = tmp_path_factory.mktemp("pong_ck")
-    r = run_cli([*TINY, "--checkpoint_dir", str(ck), "--model_name", "pong"])
+    r = run_cli([*SHORT, "--env_steps", "2048", "--checkpoint_dir", str(ck), "--model_name", "pong", "--device",
+                 "cpu"], np_=2)
     assert r.returncode == 0, r.stderr
-    return ck, "pong"
+    return ck, "pong", r
 
 
 @pytest.fixture(scope="session")

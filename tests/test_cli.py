@@ -4,19 +4,13 @@ import os
 import pytest
 import torch
 
-from conftest import rows, run_cli
+from conftest import SHORT, rows, run_cli
 from ppo1 import PPO1Error, checkpoint
 
-SHORT = ["--env_steps", "1024", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "128",
-         "--optim_batchsize", "32", "--save_interval", "2", "--num_threads", "1"]
-
-
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A short 2-rank x 2-env Pong run: 4 iterations of 512 steps."""
-    ck = tmp_path_factory.mktemp("ck")
-    r = run_cli([*SHORT, "--env_steps", "2048", "--checkpoint_dir", str(ck), "--model_name", "pong", "--device",
-                 "cpu"], np_=2)
+def trained(pong_run):
+    """The suite's 2-rank x 2-env Pong run (conftest's pong_run): 4 iterations of 512 steps."""
+    ck, _, r = pong_run
     return ck, r
 
 
@@ -73,7 +67,7 @@ def test_single_process_training_without_mpirun(tmp_path):
     (["--gamma", "1.5"], "--gamma=1.5 is invalid", 1),
     (["--optim_epochs", "0"], "--optim_epochs=0 is invalid", 1),
     (["--optim_batchsize", "256"], "--optim_batchsize=256 is invalid", 1),
-    (["--env_steps", "100"], "--env_steps=100 is invalid", 2),
+    (["--env_steps", "100"], "--env_steps=100 is invalid", 1),  # the config's stage: NoSuchGame's
     (["--gamma", "abc"], "invalid float value", 2),
     (["--model_type", "huge"], "invalid choice", 1),
 ])
@@ -99,10 +93,11 @@ def test_checkpoint_of_another_game_is_refused_and_kept(trained, tmp_path):
 
 
 def test_corrupt_checkpoint_is_an_error_and_is_not_overwritten(tmp_path):
+    # one process: the set-up's refusal on every rank is test_checkpoint_of_another_game_is_refused_and_kept's
     run = tmp_path / "bad"
     run.mkdir()
     (run / "latest.pt").write_bytes(b"not a checkpoint")
-    r = run_cli([*SHORT, "--checkpoint_dir", str(tmp_path), "--model_name", "bad"], np_=2, timeout=60)
+    r = run_cli([*SHORT, "--checkpoint_dir", str(tmp_path), "--model_name", "bad"], timeout=60)
     assert r.returncode == 2 and "no loadable checkpoint" in r.stderr
     assert (run / "latest.pt").read_bytes() == b"not a checkpoint"
 
