@@ -116,7 +116,8 @@ def test_a_rank_that_raises_ends_the_whole_job(tmp_path):
     assert "injected env crash on rank 1" in r.stderr and "rank 1" in r.stderr
 
 
-def test_kill_9_at_any_moment_leaves_a_loadable_checkpoint(tmp_path):
+def test_kill_9_at_any_moment_leaves_a_loadable_checkpoint_and_no_stale_run_lock(tmp_path):
+    # each start after a kill trains on (wait_for_rows fails when it exits): the killed run's lock went with it
     args = ["--envs_per_rank", "1", "--timesteps_per_actorbatch", "32", "--optim_batchsize", "32",
             "--save_interval", "1", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path), "--model_name", "k"]
     rnd = random.Random(0)
@@ -125,7 +126,7 @@ def test_kill_9_at_any_moment_leaves_a_loadable_checkpoint(tmp_path):
         logged = len(rows(progress)) if progress.exists() else 0
         proc = start(args)
         with killed_on_failure(proc):
-            wait_for_rows(progress, logged + 1, proc)  # then killed within its next iteration or so
+            wait_for_rows(progress, logged + 1, proc)  # not refused by a stale lock; killed within its next iteration
             time.sleep(rnd.uniform(0.0, 0.5))
             os.killpg(proc.pid, signal.SIGKILL)
             assert proc.wait(timeout=60) == -signal.SIGKILL
