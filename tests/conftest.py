@@ -54,8 +54,9 @@ class ForkServer:
         assert line, "the fork server died"
         return json.loads(line)
 
-    def run(self, cmd: list[str], args: list[str], timeout: float, cwd: str) -> subprocess.CompletedProcess:
-        r = self.ask({"argv": args, "cwd": cwd, "timeout": timeout})
+    def run(self, cmd: list[str], args: list[str], timeout: float, cwd: str,
+            env: dict | None = None) -> subprocess.CompletedProcess:
+        r = self.ask({"argv": args, "cwd": cwd, "timeout": timeout, "env": env or {}})
         if r["timed_out"]:
             raise subprocess.TimeoutExpired(cmd, timeout, r["stdout"], r["stderr"])
         return subprocess.CompletedProcess(cmd, r["returncode"], r["stdout"], r["stderr"])
@@ -128,13 +129,19 @@ def _close_fork_server():
         _fork_server.close()
 
 
+# variables a run reads when it uses them, never at an import: a forked child may take them (tests/forkserver.py)
+FORKABLE_ENV = {"TMPDIR", "DISPLAY"}
+
+
 def run_cli(args: list[str], np_: int = 1, timeout: float = 300, cwd: str | None = None,
             module: str = "run_atari", env: dict | None = None) -> subprocess.CompletedProcess:
     """Run `python -m run_atari ARGS`, under a real `mpirun -np np_ python -m run_atari ARGS` when np_ > 1, with
-    `env` added to the environment. A single process with the suite's environment (no --np, no `env`) is a
-    child forked by the ForkServer."""
-    if np_ == 1 and module == "run_atari" and not env and not any(a.startswith("--np") for a in args):
-        return fork_server().run([sys.executable, "-m", module, *args], list(args), timeout, cwd or REPO)
+    `env` added to the environment. A single process (no --np) whose `env` holds only FORKABLE_ENV variables is a
+    child forked by the ForkServer; any other `env` (one read at an import or an interpreter's start) gets a
+    fresh interpreter."""
+    if np_ == 1 and module == "run_atari" and set(env or {}) <= FORKABLE_ENV and \
+            not any(a.startswith("--np") for a in args):
+        return fork_server().run([sys.executable, "-m", module, *args], list(args), timeout, cwd or REPO, env)
     env = dict(os.environ, **(env or {}), PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", module, *args]
     if np_ > 1:
@@ -166,13 +173,21 @@ def copy_run(run, tmp_path, name="r"):
     return tmp_path / name
 
 
+# 2 envs x 128 steps a rank (2 ranks: 512 steps an iteration), a checkpoint every 2 iterations
+SHORT = ["--env_steps", "1024", "--envs_per_rank", "2", "--timesteps_per_actorbatch", "128", "--optim_batchsize",
+         "32", "--save_interval", "2", "--num_threads", "1"]
+
+
 @pytest.fixture(scope="session")
 def pong_run(tmp_path_factory):
-    """(checkpoint_dir, model_name) of a tiny trained Pong run: 2 iterations of 2 envs x 128 steps."""
+    """(checkpoint_dir, model_name, CompletedProcess) of a short Pong run under a real `mpirun -np 2`: SHORT with
+    --device cpu, 4 iterations (2048 steps). The suite's one 2-rank Pong training that tests read or copy
+    (copy_run) rather than train their own; none changes it."""
     ck = tmp_path_factory.mktemp("pong_ck")
-    r = run_cli([*TINY, "--checkpoint_dir", str(ck), "--model_name", "pong"])
+    r = run_cli([*SHORT, "--env_steps", "2048", "--checkpoint_dir", str(ck), "--model_name", "pong", "--device",
+                 "cpu"], np_=2)
     assert r.returncode == 0, r.stderr
-    return ck, "pong"
+    return ck, "pong", r
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,8 @@ from `cwd`), in a session of its own, with its own streams, exit status and atex
 forked here: every `mpirun` run of the tests starts real `python -m run_atari` ranks (tests/conftest.py).
 
 Protocol: one JSON object per line on stdin, one reply per line on stdout, one request at a time:
-    {"argv": [...], "cwd": "...", "timeout": s}: a run to its end, its reply
+    {"argv": [...], "cwd": "...", "timeout": s, "env": {...}}: a run to its end (with the environment variables
+        `env`, optional, added: only those read when the run uses them, not at an import, e.g. TMPDIR), its reply
         {"returncode": n, "stdout": "...", "stderr": "...", "timed_out": b};
     {"start": true, "argv": [...], "cwd": "...", "stdout": path, "stderr": path}: a run in the background, its
         streams into those files; the reply {"pid": n} comes at once (the test signals it, other runs come
@@ -37,12 +38,14 @@ def preload() -> None:
     assert "mpi4py.MPI" not in sys.modules, "MPI must start in each child, not here"
 
 
-def become_run_atari(argv: list[str], cwd: str) -> None:
-    """In a forked child whose streams are in place: run `python -m run_atari ARGV` from cwd and exit with its
-    status. Never returns."""
+def become_run_atari(argv: list[str], cwd: str, env: dict | None = None) -> None:
+    """In a forked child whose streams are in place: run `python -m run_atari ARGV` from cwd with the variables
+    `env` added to its environment, and exit with its status. Never returns."""
     code = 1
     try:
         os.setsid()
+        os.environ.update(env or {})
+        tempfile.tempdir = None  # TMPDIR is read anew at the next temporary file, as in a new interpreter
         os.chdir(cwd)
         sys.path[0] = cwd  # as `python -m` puts the working directory first
         sys.argv = ["run_atari", *argv]
@@ -84,7 +87,7 @@ def fork_run(req: dict, out: int, err: int) -> int:
             os.dup2(err, 2)
         except BaseException:
             os._exit(1)
-        become_run_atari(req["argv"], req["cwd"])
+        become_run_atari(req["argv"], req["cwd"], req.get("env"))
     return pid
 
 

@@ -1,11 +1,10 @@
 """ppo1's Adam on the CPU: the paper's update on hand-computed values, bit-identical to torch.optim.Adam,
-checkpoints interchangeable with torch's, and a training process that never imports torch._dynamo."""
+checkpoints interchangeable with torch's (a training process that never imports torch._dynamo: test_launch_np)."""
 import copy
 
 import pytest
 import torch
 
-from conftest import TINY, run_cli
 from ppo1.adam import Adam, adam_step
 from ppo1.policies import build
 
@@ -93,11 +92,5 @@ def test_a_state_for_other_parameters_is_refused_naming_the_shapes():
         Adam(list(net.parameters())[:-1], lr=1e-3).load_state_dict(other.state_dict())
 
 
-def test_a_two_rank_training_on_the_cpu_never_imports_torch_dynamo(tmp_path):
-    # torch's optimizers import torch._dynamo at their first call: over a second of CPU per rank per launch
-    r = run_cli([*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "a"], np_=2,
-                env={"PYTHONPROFILEIMPORTTIME": "1"})
-    assert r.returncode == 0, r.stderr[-2000:]
-    imported = [line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")]
-    assert imported.count("torch.nn") == imported.count("mpi4py.MPI") == 2  # both ranks' imports are listed
-    assert not [m for m in imported if m.startswith("torch._dynamo")]
+# a two-rank training on the CPU never imports torch._dynamo (torch's optimizers do at their first call):
+# test_launch_np's --np 2 run

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import TINY, run_cli, run_script
+from conftest import TINY, copy_run, run_cli, run_script
 from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.device import (batched_act, bf16_capable, cuda_count, device_for_rank, devices_line,
@@ -192,11 +192,15 @@ def test_bad_device_ends_all_ranks_with_one_line_and_status_2(tmp_path, args, me
 
 
 def test_movie_on_the_cpu_of_a_run_trained_with_another_device_string(pong_run, tmp_path):
-    ck, name = pong_run  # trained with the default --device auto
-    r = run_cli(["--mode", "movie", "--device", "cpu", "--max_frames", "40", "--checkpoint_dir", str(ck),
-                 "--model_name", name, "--asset_dir", str(tmp_path)])
+    ck, name, _ = pong_run
+    run = copy_run(ck / name, tmp_path / "ck", name)
+    cfg = json.loads((run / "config.json").read_text())
+    cfg["device"] = "cuda:1"  # as a run trained on a GPU box saves it; this machine may have no such GPU
+    (run / "config.json").write_text(json.dumps(cfg))
+    r = run_cli(["--mode", "movie", "--device", "cpu", "--max_frames", "40", "--checkpoint_dir", str(run.parent),
+                 "--model_name", name, "--asset_dir", str(tmp_path / "assets")])
     assert r.returncode == 0, r.stderr
-    assert list((tmp_path / name).glob("*_partial.mp4"))
+    assert list((tmp_path / "assets" / name).glob("*_partial.mp4"))
 
 
 # ------------------------------------------------------------------ on a GPU (skipped without one)

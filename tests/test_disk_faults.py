@@ -95,10 +95,11 @@ def test_a_new_run_on_a_full_disk_says_no_checkpoint_exists_and_leaves_no_empty_
 
 
 # ---------------------------------------------------------------------------------------------- unwritable paths
-def test_a_checkpoint_dir_that_is_a_file_is_refused_before_any_work_on_every_rank(tmp_path):
-    # the set-up stage's refusal under a real mpirun: one line, exit 2 on every rank
+def test_a_checkpoint_dir_that_is_a_file_is_refused_before_any_work(tmp_path):
+    # rank 0 prepares the run directory; its refusal there reaching every rank of a real mpirun is
+    # test_run_lock's (a run in use, refused on 2 ranks at the same stage)
     (tmp_path / "file").write_text("not a directory")
-    r = run_cli([*FAST, "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path / "file")], np_=2)
+    r = run_cli([*FAST, "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path / "file")])
     one_line_error(r, f"cannot create the run directory {tmp_path / 'file'}", "not a directory (ENOTDIR)")
     assert "iter" not in r.stdout
 
@@ -109,7 +110,7 @@ def test_a_run_under_proc_is_refused():
 
 
 def test_a_read_only_file_system_is_refused_for_training(tmp_path):
-    # (at 2 ranks rank 0's refusal reaches all as test_a_checkpoint_dir_that_is_a_file_...'s does)
+    # (at 2 ranks rank 0's refusal reaches all as test_run_lock's refusal of a run in use does)
     with tmpfs(tmp_path / "ro", "1m", read_only=True) as ro:
         r = run_cli([*FAST, "--checkpoint_dir", ro, "--model_name", "x"])
         one_line_error(r, f"cannot create the run directory {ro}/x", "read-only file system (EROFS)")

@@ -16,10 +16,15 @@ def test_without_np_drops_both_spellings_and_keeps_every_other_flag():
     assert without_np(["--np", "2", "--seed", "3", "--np=4", "--npx"]) == ["--seed", "3", "--npx"]
 
 
-def test_np_2_trains_on_two_ranks_like_mpirun(tmp_path):
+def test_np_2_trains_on_two_ranks_like_mpirun_and_no_rank_imports_torch_dynamo(tmp_path):
     mpirun_command(2)  # skips where there is no mpirun
-    r = run_cli(["--np", "2", *TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "np2"])
-    assert r.returncode == 0, r.stderr
+    r = run_cli(["--np", "2", *TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "np2"],
+                env={"PYTHONPROFILEIMPORTTIME": "1"})  # every process's imports, on stderr
+    assert r.returncode == 0, r.stderr[-2000:]
+    # torch's optimizers import torch._dynamo at their first call: over a second of CPU per rank per launch
+    imported = [line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")]
+    assert imported.count("torch.nn") == imported.count("mpi4py.MPI") == 2  # both ranks' imports are listed
+    assert not [m for m in imported if m.startswith("torch._dynamo")]
     assert "2 ranks x 2 envs = 4 actors" in r.stdout
     assert r.stdout.count("ppo1: done") == 1, "rank 0 alone reports, as under mpirun"
     state, _path, _problems = checkpoint.load_newest(str(tmp_path / "np2"), resume=True)

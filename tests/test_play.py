@@ -19,7 +19,7 @@ GAME = re.compile(r"^game (\d+)/(\d+): score (-?\d+), (\d+) agent steps(?: \(ran
 
 
 def test_play_splits_games_over_two_ranks_and_reports_each_pong_score_and_the_mean(pong_run):
-    ck, name = pong_run
+    ck, name, _ = pong_run
     r = run_cli(["--mode", "play", "--episodes", "2", "--checkpoint_dir", str(ck), "--model_name", name], np_=2)
     assert r.returncode == 0, r.stderr
     games = GAME.findall(r.stdout)

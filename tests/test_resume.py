@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from conftest import killed_on_failure, rows, run_cli, run_script, signalled, start, wait_for_rows
+from conftest import copy_run, killed_on_failure, rows, run_cli, run_script, signalled, start, wait_for_rows
 from ppo1 import checkpoint
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,40 +26,46 @@ def assert_same_state(a, b):
         assert torch.equal(a[key], b[key]), key
 
 
-def test_stopped_and_resumed_run_is_bit_identical_to_an_uninterrupted_one(tmp_path):
-    # An LSTM policy on stacks of 4 frames: what a feed-forward run restores (model, Adam, every rank's RNGs and
-    # games with their frame stacks, the schedules), and each env's recurrent state at the stop (zeros instead
-    # would change the resumed run)
+def test_sigterm_under_mpirun_checkpoints_and_the_rerun_resumes_bit_identical_to_an_uninterrupted_run(tmp_path):
+    # the suite's one signal -> checkpoint -> resume of a whole job (each signal's exit status: test_signals_stop).
+    # An LSTM policy on stacks of 4 frames on 2 ranks: what a feed-forward run restores (model, Adam, every rank's
+    # RNGs and games with their frame stacks, the schedules), and each env's recurrent state at the stop (zeros
+    # instead would change the resumed run). --save_interval 1000: the stop's checkpoint is the only one
     memory = ["--rnn", "lstm", "--bptt_len", "16"]
-    common = [*TINY, *memory, "--deterministic", "--env_steps", "512", "--checkpoint_dir", str(tmp_path)]  # 2 iters
+    common = [*TINY, *memory, "--deterministic", "--save_interval", "1000", "--env_steps", "768",
+              "--checkpoint_dir", str(tmp_path)]  # 3 iterations
     full = run_cli([*common, "--model_name", "full"], np_=2)
     assert full.returncode == 0, full.stderr
-    part = run_cli([*common, "--model_name", "part", "--stop_after_iterations", "1"], np_=2)
-    assert part.returncode == 0, part.stderr
-    assert "stopped after 1 iterations" in part.stdout and "resume" in part.stdout
-    assert latest(tmp_path / "part")["iteration"] == 1
-    rest = run_cli([*common, "--model_name", "part"], np_=2)
+    part = [*common, "--model_name", "part"]
+    code, out, err = signalled(part, tmp_path / "part" / "progress.csv", signal.SIGTERM, np_=2, after=1, timeout=60)
+    assert code == 143, "a run stopped by SIGTERM exits 128 + 15, not success"
+    assert "stopped by SIGTERM" in out and "run the same command again to resume" in out, out + err
+    done = len(rows(tmp_path / "part" / "progress.csv"))
+    assert 1 <= done < 3, f"the SIGTERM sent after iteration 1 stopped the run at iteration {done}"
+    assert latest(tmp_path / "part")["iteration"] == done
+    rest = run_cli(part, np_=2)
     assert rest.returncode == 0, rest.stderr
-    assert "resuming from" in rest.stdout
+    assert f"resuming from {tmp_path / 'part' / 'latest.pt'} (iteration {done}," in rest.stdout
     a, b = latest(tmp_path / "full"), latest(tmp_path / "part")
     assert (a["iteration"], a["timesteps"], a["episodes"]) == (b["iteration"], b["timesteps"], b["episodes"]) == \
-        (2, 512, a["episodes"])
+        (3, 768, a["episodes"])
     assert_same_state(a["model"], b["model"])
     for sa, sb in zip(a["optimizer"]["state"].values(), b["optimizer"]["state"].values()):
         assert_same_state(sa, sb)
+    for ra, rb in zip(a["ranks"], b["ranks"]):  # every rank's RNGs and recurrent state
+        assert torch.equal(ra["torch_rng"], rb["torch_rng"]) and torch.equal(ra["rnn_state"], rb["rnn_state"])
     # schedules and statistics continued: every logged number but the timings is identical
     ra, rb = rows(tmp_path / "full" / "progress.csv"), rows(tmp_path / "part" / "progress.csv")
     keys = ["iteration", "timesteps", "pol_loss", "vf_loss", "entropy", "approx_kl", "clip_param", "stepsize"]
     assert [[r[k] for k in keys] for r in ra] == [[r[k] for k in keys] for r in rb]
-    assert [float(r["clip_param"]) for r in rb] == pytest.approx([0.1, 0.1 / 2])
+    assert [float(r["clip_param"]) for r in rb] == pytest.approx([0.1, 0.1 * 2 / 3, 0.1 / 3])
 
 
-def test_env_steps_given_on_resume_extends_the_schedule_not_restarts_it(tmp_path):
-    common = [*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "r"]  # 1 rank x 2 envs x 64 steps
-    assert run_cli([*common, "--env_steps", "256"]).returncode == 0
-    r = run_cli([*common, "--env_steps", "512"])
+def test_env_steps_given_on_resume_extends_the_schedule_not_restarts_it(small_run, tmp_path):
+    run = copy_run(small_run, tmp_path)  # 2 iterations of 1 rank x 2 envs x 64 steps: --env_steps 256
+    r = run_cli([*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "512"])
     assert r.returncode == 0, r.stderr
-    progress = rows(tmp_path / "r" / "progress.csv")
+    progress = rows(run / "progress.csv")
     assert [int(p["timesteps"]) for p in progress] == [128, 256, 384, 512]
     assert float(progress[2]["clip_param"]) == pytest.approx(0.1 * (1 - 256 / 512))
 
@@ -76,42 +82,30 @@ def test_fresh_moves_the_old_run_aside_and_on_a_new_run_moves_nothing(tmp_path):
     assert latest(tmp_path / "f")["iteration"] == 2  # a new run of 2 iterations
 
 
-def test_other_rank_count_with_the_same_actors_resumes_with_a_notice(tmp_path):
-    common = ["--timesteps_per_actorbatch", "64", "--optim_batchsize", "16", "--checkpoint_dir", str(tmp_path),
-              "--model_name", "n"]
-    assert run_cli([*common, "--envs_per_rank", "2", "--env_steps", "256"], np_=2).returncode == 0
-    r = run_cli([*common, "--envs_per_rank", "4", "--env_steps", "512"])
+def test_other_rank_count_with_the_same_actors_resumes_with_a_notice(pong_run, tmp_path):
+    ck, name, _ = pong_run  # 4 iterations of 2 ranks x 2 envs under mpirun: 4 actors
+    run = copy_run(ck / name, tmp_path, name)
+    common = ["--env_steps", "3072", "--checkpoint_dir", str(tmp_path), "--model_name", name]
+    r = run_cli([*common, "--envs_per_rank", "4", "--stop_after_iterations", "1"])
     assert r.returncode == 0, r.stderr
     assert "ran on 2 ranks, this run on 1" in r.stdout
-    assert latest(tmp_path / "n")["iteration"] == 2
-    bad = run_cli([*common, "--envs_per_rank", "1", "--env_steps", "512"])
+    assert "stopped after 1 iterations" in r.stdout and "resume" in r.stdout
+    assert latest(run)["iteration"] == 5
+    bad = run_cli([*common, "--envs_per_rank", "1"])
     assert bad.returncode == 2 and "trained with 4 actors" in bad.stderr
 
 
-def test_truncated_newest_checkpoint_is_reported_and_the_previous_used(tmp_path):
-    common = [*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "c"]
-    assert run_cli([*common, "--env_steps", "512"]).returncode == 0
-    newest, previous = checkpoint.list_checkpoints(str(tmp_path / "c"))[:2]   # iterations 4 and 3
-    with open(newest, "r+b") as f:   # latest.pt is the same file
+def test_truncated_newest_checkpoint_is_reported_and_the_previous_used(small_run, tmp_path):
+    run = copy_run(small_run, tmp_path)
+    newest, previous = checkpoint.list_checkpoints(str(run))[:2]   # iterations 2 and 1
+    os.unlink(run / checkpoint.LATEST)
+    os.link(newest, run / checkpoint.LATEST)  # as training leaves it: latest.pt is the newest's file
+    with open(newest, "r+b") as f:
         f.truncate(os.path.getsize(newest) // 3)
-    r = run_cli([*common, "--env_steps", "768"])
+    r = run_cli([*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "384"])
     assert r.returncode == 0, r.stderr
-    assert "corrupt" in r.stdout and f"resuming from {previous} (iteration 3" in r.stdout
-    assert latest(tmp_path / "c")["iteration"] == 6
-
-
-def test_sigterm_under_mpirun_ends_the_iteration_checkpoints_and_resumes(tmp_path):
-    # the suite's one signal -> checkpoint -> resume of a whole job (each signal's exit status: test_signals_stop)
-    args = [*TINY, "--save_interval", "1000", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path),
-            "--model_name", "s"]
-    code, out, err = signalled(args, tmp_path / "s" / "progress.csv", signal.SIGTERM, np_=2, timeout=60)
-    assert code == 143, "a run stopped by SIGTERM exits 128 + 15, not success"
-    assert "stopped by SIGTERM" in out and "run the same command again to resume" in out, out + err
-    done = len(rows(tmp_path / "s" / "progress.csv"))
-    assert latest(tmp_path / "s")["iteration"] == done
-    r = run_cli([*args, "--stop_after_iterations", "1"], np_=2)
-    assert r.returncode == 0 and f"resuming from {tmp_path / 's' / 'latest.pt'} (iteration {done}," in r.stdout
-    assert latest(tmp_path / "s")["iteration"] == done + 1
+    assert "corrupt" in r.stdout and f"resuming from {previous} (iteration 1" in r.stdout
+    assert latest(run)["iteration"] == 3
 
 
 def test_a_rank_that_raises_ends_the_whole_job(tmp_path):
@@ -122,7 +116,8 @@ def test_a_rank_that_raises_ends_the_whole_job(tmp_path):
     assert "injected env crash on rank 1" in r.stderr and "rank 1" in r.stderr
 
 
-def test_kill_9_at_any_moment_leaves_a_loadable_checkpoint(tmp_path):
+def test_kill_9_at_any_moment_leaves_a_loadable_checkpoint_and_no_stale_run_lock(tmp_path):
+    # each start after a kill trains on (wait_for_rows fails when it exits): the killed run's lock went with it
     args = ["--envs_per_rank", "1", "--timesteps_per_actorbatch", "32", "--optim_batchsize", "32",
             "--save_interval", "1", "--env_steps", "1000000", "--checkpoint_dir", str(tmp_path), "--model_name", "k"]
     rnd = random.Random(0)
@@ -131,7 +126,7 @@ def test_kill_9_at_any_moment_leaves_a_loadable_checkpoint(tmp_path):
         logged = len(rows(progress)) if progress.exists() else 0
         proc = start(args)
         with killed_on_failure(proc):
-            wait_for_rows(progress, logged + 1, proc)  # then killed within its next iteration or so
+            wait_for_rows(progress, logged + 1, proc)  # not refused by a stale lock; killed within its next iteration
             time.sleep(rnd.uniform(0.0, 0.5))
             os.killpg(proc.pid, signal.SIGKILL)
             assert proc.wait(timeout=60) == -signal.SIGKILL
@@ -139,16 +134,16 @@ def test_kill_9_at_any_moment_leaves_a_loadable_checkpoint(tmp_path):
         assert state is not None and state.iteration >= 1, problems
 
 
-def test_failed_checkpoint_write_warns_keeps_the_previous_and_fails_at_the_end(tmp_path):
-    args = [*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "d"]
-    assert run_cli([*args, "--env_steps", "256"]).returncode == 0
-    before = (tmp_path / "d" / "latest.pt").read_bytes()
-    r = run_script(os.path.join(HERE, "mpi", "small_disk.py"), 1, *args, "--env_steps", "512", timeout=120)
+def test_failed_checkpoint_write_warns_keeps_the_previous_and_fails_at_the_end(small_run, tmp_path):
+    run = copy_run(small_run, tmp_path)  # 2 iterations
+    before = (run / "latest.pt").read_bytes()
+    r = run_script(os.path.join(HERE, "mpi", "small_disk.py"), 1, *TINY, "--checkpoint_dir", str(tmp_path),
+                   "--model_name", "r", "--env_steps", "512", timeout=120)
     # 1 rank x 2 envs x 64 steps: iterations 3, 4; 3 fails with a warning, the final one is an error
     assert "checkpoint at iteration 3 not written" in r.stdout and "training continues" in r.stdout
     assert r.returncode == 2 and "checkpoint at iteration 4 not written" in r.stderr
-    assert (tmp_path / "d" / "latest.pt").read_bytes() == before
-    assert not [n for n in os.listdir(tmp_path / "d") if ".tmp" in n]
+    assert (run / "latest.pt").read_bytes() == before
+    assert not [n for n in os.listdir(run) if ".tmp" in n]
 
 
 @pytest.mark.parametrize("env", [dict(env_name="CartPole-v1"),

@@ -1,7 +1,7 @@
 """Hang-ups (SIGHUP): a closed terminal or SSH session, `kill -HUP`, a launcher passing it on. Every rank stops
 after the same iteration with a checkpoint and exit status 129, and says so in one line; under nohup training goes
 on. Real processes, a real pty, real `mpirun -np 2`. (The resume from a stop's checkpoint: test_resume's
-test_sigterm_under_mpirun_ends_the_iteration_checkpoints_and_resumes.)"""
+test_sigterm_under_mpirun_checkpoints_and_the_rerun_resumes_bit_identical_to_an_uninterrupted_run.)"""
 import contextlib
 import os
 import signal

@@ -172,12 +172,13 @@ def wandb_processes(mark: str) -> list[str]:
     return found
 
 
-def test_wandb_missing_is_one_line_naming_the_extra_and_exit_2_on_every_rank(tmp_path):
+def test_wandb_missing_is_one_line_naming_the_extra_and_exit_2(tmp_path):
+    # one process: rank 0's refusal at the run lock's stage reaching every rank is test_run_lock's (2 ranks)
     shim = tmp_path / "shim" / "wandb"  # an `import wandb` that fails as where the package is not installed
     shim.mkdir(parents=True)
     (shim / "__init__.py").write_text("raise ImportError(\"No module named 'wandb'\")\n")
     env = offline_env(tmp_path, PYTHONPATH=os.pathsep.join([str(shim.parent), REPO, os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([*mpirun_command(2), sys.executable, "-m", "run_atari", *TINY, "--env_name", "CartPole-v1",
+    r = subprocess.run([sys.executable, "-m", "run_atari", *TINY, "--env_name", "CartPole-v1",
                         "--wandb", "--checkpoint_dir", str(tmp_path), "--model_name", "m"], capture_output=True,
                        text=True, timeout=240, cwd=str(tmp_path), env=env)
     assert r.returncode == 2, r.stderr
