@@ -261,8 +261,8 @@ class Config:
         "torch.compile the training forward/backward (needs a C compiler at run time; falls back to "
         "eager with a notice if compiling fails)")
     precision: str = setting("fp32",
-        "the update's CNN torso: fp32, bf16 (torch.autocast; faster on CPUs with AVX512-BF16 or AMX and on "
-        "GPUs) or auto (bf16 where every rank's device has it); may differ on resume",
+        "the update's CNN torso: fp32, bf16 (torch.autocast; on CPUs with AVX512-BF16 or AMX-BF16 and on GPUs "
+        "with bfloat16, refused elsewhere) or auto (bf16 where every rank's device has it); may differ on resume",
         "bf16: the torso's convolutions and hidden layer in bfloat16 in the update's forward and backward, and "
         "in the pass that takes pi_old for it, so its first ratio is exactly 1; heads, loss, Adam and the "
         "rollouts stay float32. auto: bf16 where every rank's device has it in hardware and the policy has a "

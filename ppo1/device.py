@@ -204,7 +204,15 @@ def bf16_capable(device: torch.device, cpuinfo: str = "/proc/cpuinfo") -> bool:
 
 def resolve_precision(requested: str, model_type: str, capable: list[bool]) -> str:
     """The precision a run trains in: `requested` (fp32, bf16), or for `auto` bf16 when the policy has a CNN
-    torso and every rank's device computes bfloat16 in hardware (`capable`, one per rank), else fp32."""
+    torso and every rank's device computes bfloat16 in hardware (`capable`, one per rank), else fp32. Raises
+    PPO1Error (the same on every rank, which all pass the same `capable`) for bf16 where a rank's device does not
+    compute it in hardware."""
+    if requested == "bf16" and not all(capable):
+        err = PPO1Error(f"--precision bf16 is invalid here: rank {capable.index(False)}'s device computes no "
+                        "bfloat16 in hardware (a CPU needs AVX512-BF16 or AMX-BF16, a GPU bfloat16 support); use "
+                        "--precision auto (fp32 here) or fp32")
+        err.all_ranks = True
+        raise err
     if requested != "auto":
         return requested
     return "bf16" if model_type != "mlp" and all(capable) else "fp32"

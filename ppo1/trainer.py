@@ -116,12 +116,13 @@ class Trainer:
         cfg, comm = self.config, self.comm
         self.threads = configure_threads(cfg, comm, self.log)
         self.device = devices.setup_rank(cfg.device, cfg.deterministic, comm, self.log)  # the first line: devices
-        if cfg.precision == "auto":  # bf16 where every rank's device has it (config.json keeps the choice)
-            precision = devices.resolve_precision("auto", cfg.model_type,
+        if cfg.precision != "fp32":  # auto: bf16 where every rank's device has it (config.json keeps the choice);
+            # bf16: refused where a rank's device has not
+            precision = devices.resolve_precision(cfg.precision, cfg.model_type,
                                                   comm.allgather(devices.bf16_capable(self.device)))
-            self.config = cfg = dataclasses.replace(cfg, precision=precision)
-            if comm.is_root:
+            if comm.is_root and cfg.precision == "auto":
                 self.log(f"ppo1: --precision auto: {precision}")
+            self.config = cfg = dataclasses.replace(cfg, precision=precision)
         torch.manual_seed(cfg.seed * 1000 + comm.rank)
         random.seed(cfg.seed * 1000 + comm.rank)
         self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, comm.rank, 2**31 - 1]))

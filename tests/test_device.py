@@ -126,7 +126,11 @@ def test_bf16_capable_reads_the_cpu_flags_and_auto_needs_every_rank_and_a_cnn(tm
     assert resolve_precision("auto", "small", [True, True]) == "bf16"
     assert resolve_precision("auto", "small", [True, False]) == "fp32"  # mixed hosts: fp32 unless every rank can
     assert resolve_precision("auto", "mlp", [True]) == "fp32"
-    assert resolve_precision("fp32", "small", [True]) == "fp32" and resolve_precision("bf16", "small", [False]) == "bf16"
+    assert resolve_precision("fp32", "small", [False]) == "fp32" and resolve_precision("bf16", "small", [True]) == "bf16"
+    with pytest.raises(PPO1Error, match=r"^--precision bf16 is invalid here: rank 1's device computes no bfloat16 in "
+                                        r"hardware .*; use --precision auto \(fp32 here\) or fp32$") as refused:
+        resolve_precision("bf16", "small", [True, False])
+    assert refused.value.all_ranks  # every rank resolves the same gathered list: rank 0 says the line for all
 
 
 def test_precision_auto_resolves_on_this_machine_is_saved_and_is_a_setting_of_the_machine(tmp_path):
