@@ -261,9 +261,9 @@ class Config:
         "torch.compile the training forward/backward (needs a C compiler at run time; falls back to "
         "eager with a notice if compiling fails)")
     precision: str = setting("fp32",
-        "the update's CNN torso: fp32, bf16 (torch.autocast; on CPUs with AVX512-BF16 or AMX-BF16 and on GPUs "
-        "with bfloat16, refused elsewhere) or auto (bf16 where every rank's device has it); may differ on resume",
-        "bf16: the torso's convolutions and hidden layer in bfloat16 in the update's forward and backward, and "
+        "the update's CNN torso: fp32, bf16 (torch.autocast; where every rank's device has it in hardware) or auto "
+        "(bf16 where every rank's device has it, else fp32); may differ on resume",
+        "bf16 needs AVX512-BF16 or AMX-BF16 on a CPU, bfloat16 support on a GPU (refused elsewhere). bf16: the torso's convolutions and hidden layer in bfloat16 in the update's forward and backward, and "
         "in the pass that takes pi_old for it, so its first ratio is exactly 1; heads, loss, Adam and the "
         "rollouts stay float32. auto: bf16 where every rank's device has it in hardware and the policy has a "
         "CNN, else fp32; config.json holds the choice.")
