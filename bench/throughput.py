@@ -413,6 +413,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def add_limits(scenarios: list[Scenario], by_name: dict[str, dict], args: argparse.Namespace, cores: int,
+               workdir: str, say) -> None:
+    """Each scenario's limits (bench.limits, in as many processes at once as its ranks share the cores), its ideal
+    SPS and the ratio of its measured SPS to it, into its run's report."""
+    from bench.limits import ideal_sps
+    cache: dict[str, dict] = {}
+    for s in scenarios:
+        config = scenario_config(dataclasses.replace(s, rnn="none"), args, workdir, "limits")
+        key = json.dumps(config, sort_keys=True)
+        if key not in cache:
+            say(f"  limits: k={s.envs_per_rank}, {s.model_type}, minibatch {s.minibatch * s.envs_per_rank} ...")
+            cache[key] = concurrent_limits(config, args.limit_seconds, min(s.ranks, cores), workdir)
+        r = by_name[s.name]
+        r["limits"] = cache[key]
+        r["ideal_sps_per_rank"] = ideal_sps(cache[key], s.epochs)
+        r["ideal_slots"] = min(s.ranks, cores)
+        r["ideal_sps"] = r["ideal_sps_per_rank"] * r["ideal_slots"]
+        r["ratio_to_ideal"] = r["sps"] / r["ideal_sps"]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # SIGTERM as an exception: the running mpirun is killed and the temporary directory removed
@@ -427,7 +447,6 @@ def main(argv: list[str] | None = None) -> int:
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     import torch
 
-    from bench.limits import ideal_sps
     from ppo1 import PPO1Error
     from ppo1 import device as devices
 
@@ -454,19 +473,7 @@ def main(argv: list[str] | None = None) -> int:
                 0.0, (busy_after - busy_before - (own_after - own_before)) / (t_after - t_before))
             say(f"    {sb3['sps']:.0f} SPS")
         if not args.no_limits:
-            cache: dict[str, dict] = {}
-            for s in scenarios:
-                config = scenario_config(dataclasses.replace(s, rnn="none"), args, workdir, "limits")
-                key = json.dumps(config, sort_keys=True)
-                if key not in cache:
-                    say(f"  limits: k={s.envs_per_rank}, {s.model_type}, minibatch {s.minibatch * s.envs_per_rank} ...")
-                    cache[key] = concurrent_limits(config, args.limit_seconds, min(s.ranks, report["cores"]), workdir)
-                r = by_name[s.name]
-                r["limits"] = cache[key]
-                r["ideal_sps_per_rank"] = ideal_sps(cache[key], s.epochs)
-                r["ideal_slots"] = min(s.ranks, report["cores"])
-                r["ideal_sps"] = r["ideal_sps_per_rank"] * r["ideal_slots"]
-                r["ratio_to_ideal"] = r["sps"] / r["ideal_sps"]
+            add_limits(scenarios, by_name, args, report["cores"], workdir, say)
         report["runs"] = list(by_name.values())
         report["comparisons"] = comparisons(by_name, report.get("sb3"))
         report["load_end"] = os.getloadavg()
