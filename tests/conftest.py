@@ -182,8 +182,30 @@ SHORT = ["--env_steps", "1024", "--envs_per_rank", "2", "--timesteps_per_actorba
 def pong_run(tmp_path_factory):
     """(checkpoint_dir, model_name, CompletedProcess) of a short Pong run under a real `mpirun -np 2`: SHORT with
     --device cpu, 4 iterations (2048 steps). The suite's one 2-rank Pong training that tests read or copy
-    (copy_run) rather than train their own; none changes it."""
-    ck = tmp_path_factory.mktemp("pong_ck")
+    (copy_run) rather than train their own; none changes it. Under pytest-xdist the workers share one: the first
+    to need it trains it under a lock in the session's common directory (basetemp's parent, this session's
+    own), and the others read it, with the run's output, once it is done."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:  # not under xdist: basetemp's parent is shared with other sessions
+        return _train_pong(tmp_path_factory.mktemp("pong_ck"))
+    import fcntl
+    shared = tmp_path_factory.getbasetemp().parent / "pong_run"
+    shared.mkdir(exist_ok=True)
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        result = shared / "result.json"
+        if not result.exists():  # written last, only after a successful training: it marks the run complete
+            ck = shared / "ck"
+            shutil.rmtree(ck, ignore_errors=True)  # what a worker that failed before the end left
+            ck.mkdir()
+            _, _, r = _train_pong(ck)
+            result.write_text(json.dumps(dict(args=r.args, returncode=r.returncode, stdout=r.stdout,
+                                              stderr=r.stderr)))
+        r = subprocess.CompletedProcess(**json.loads(result.read_text()))
+    return shared / "ck", "pong", r
+
+
+def _train_pong(ck):
     r = run_cli([*SHORT, "--env_steps", "2048", "--checkpoint_dir", str(ck), "--model_name", "pong", "--device",
                  "cpu"], np_=2)
     assert r.returncode == 0, r.stderr
