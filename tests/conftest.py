@@ -161,10 +161,38 @@ FAST = ["--envs_per_rank", "2", "--timesteps_per_actorbatch", "64", "--optim_bat
 @pytest.fixture(scope="session")
 def small_run(tmp_path_factory):
     """A run directory of 2 iterations of FAST (ckpt-1, ckpt-2, latest.pt = ckpt-2) to copy from (copy_run)."""
-    ck = tmp_path_factory.mktemp("small_run")
-    r = run_cli([*FAST, "--env_steps", "256", "--checkpoint_dir", str(ck), "--model_name", "t"])
-    assert r.returncode == 0, r.stderr
+    ck, _ = shared_run(tmp_path_factory, "small_run", lambda ck: run_cli(
+        [*FAST, "--env_steps", "256", "--checkpoint_dir", str(ck), "--model_name", "t"]))
     return ck / "t"
+
+
+def shared_run(tmp_path_factory, key: str, train) -> tuple:
+    """(checkpoint_dir, CompletedProcess) of train(checkpoint_dir), a training that must succeed, run once in a
+    session: under pytest-xdist the first worker to need it trains it under a lock in the session's common
+    directory (basetemp's parent, this session's own), and the others wait for it and read it, with its output.
+    The runs are read or copied (copy_run), never changed."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:  # not under xdist: basetemp's parent is shared with other sessions
+        ck = tmp_path_factory.mktemp(key)
+        r = train(ck)
+        assert r.returncode == 0, r.stderr
+        return ck, r
+    import fcntl
+    shared = tmp_path_factory.getbasetemp().parent / key
+    shared.mkdir(exist_ok=True)
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this process dies
+        result = shared / "result.json"
+        if not result.exists():  # written last, only after a successful training: it marks the run complete
+            ck = shared / "ck"
+            shutil.rmtree(ck, ignore_errors=True)  # what a worker that failed before the end left
+            ck.mkdir()
+            r = train(ck)
+            assert r.returncode == 0, r.stderr
+            result.write_text(json.dumps(dict(args=r.args, returncode=r.returncode, stdout=r.stdout,
+                                              stderr=r.stderr)))
+        r = subprocess.CompletedProcess(**json.loads(result.read_text()))
+    return shared / "ck", r
 
 
 def copy_run(run, tmp_path, name="r"):
@@ -182,22 +210,20 @@ SHORT = ["--env_steps", "1024", "--envs_per_rank", "2", "--timesteps_per_actorba
 def pong_run(tmp_path_factory):
     """(checkpoint_dir, model_name, CompletedProcess) of a short Pong run under a real `mpirun -np 2`: SHORT with
     --device cpu, 4 iterations (2048 steps). The suite's one 2-rank Pong training that tests read or copy
-    (copy_run) rather than train their own; none changes it."""
-    ck = tmp_path_factory.mktemp("pong_ck")
-    r = run_cli([*SHORT, "--env_steps", "2048", "--checkpoint_dir", str(ck), "--model_name", "pong", "--device",
-                 "cpu"], np_=2)
-    assert r.returncode == 0, r.stderr
+    (copy_run) rather than train their own; none changes it. One for the session (shared_run)."""
+    ck, r = shared_run(tmp_path_factory, "pong_run", lambda ck: run_cli(
+        [*SHORT, "--env_steps", "2048", "--checkpoint_dir", str(ck), "--model_name", "pong", "--device", "cpu"],
+        np_=2))
     return ck, "pong", r
 
 
 @pytest.fixture(scope="session")
 def breakout_run(tmp_path_factory):
     """(checkpoint_dir, model_name, CompletedProcess) of a tiny Breakout run (4 iterations, a few
-    finished games) that records a 120-frame video every 2 iterations."""
-    ck = tmp_path_factory.mktemp("breakout_ck")
-    r = run_cli([*TINY, "--env_steps", "1024", "--env_name", "BreakoutNoFrameskip-v4", "--checkpoint_dir",
-                 str(ck), "--model_name", "breakout", "--video_interval", "2", "--video_max_frames", "120"])
-    assert r.returncode == 0, r.stderr
+    finished games) that records a 120-frame video every 2 iterations. One for the session (shared_run)."""
+    ck, r = shared_run(tmp_path_factory, "breakout_run", lambda ck: run_cli(
+        [*TINY, "--env_steps", "1024", "--env_name", "BreakoutNoFrameskip-v4", "--checkpoint_dir", str(ck),
+         "--model_name", "breakout", "--video_interval", "2", "--video_max_frames", "120"]))
     return ck, "breakout", r
 
 

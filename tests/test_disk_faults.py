@@ -58,25 +58,26 @@ def fill(directory):
 
 
 # ---------------------------------------------------------------------------------------------- full disk
-def test_full_disk_warns_training_continues_and_the_final_checkpoint_fails_in_one_line(tmp_path):
-    # on 2 ranks (a single process's final failed save: test_resume's small disk)
-    np_ = 2
-    step = 128 * np_  # steps per iteration
+def test_full_disk_warns_training_continues_and_the_final_checkpoint_fails_in_one_line(pong_run, tmp_path):
+    # on 2 ranks (a single process's final failed save: test_resume's small disk), resuming a copy of the
+    # suite's 2-rank Pong run (conftest's pong_run: 4 iterations of 512 steps) on the disk that then fills
+    ck, name, _ = pong_run
     with tmpfs(tmp_path / "disk", "40m") as disk:
-        args = [*FAST, "--checkpoint_dir", disk, "--model_name", "d"]
-        assert run_cli([*args, "--env_steps", str(2 * step)], np_=np_).returncode == 0
+        copy_run(ck / name, tmp_path / "disk", "d")
         latest = os.path.join(disk, "d", "latest.pt")
         before = digest(latest)
         fill(disk)
-        r = run_cli([*args, "--env_steps", str(4 * step)], np_=np_)   # iterations 3, 4
+        r = run_cli(["--env_steps", str(6 * 512), "--save_interval", "1", "--checkpoint_dir", disk, "--model_name",
+                     "d"], np_=2)   # iterations 5, 6
+        assert "resuming from" in r.stdout and "(iteration 4," in r.stdout, r.stdout
         assert "disk full (ENOSPC)" in r.stdout and "training continues" in r.stdout, r.stdout
-        assert "checkpoint at iteration 3 not written" in r.stdout
-        one_line_error(r, "checkpoint at iteration 4 not written", "disk full (ENOSPC)", "the previous one is intact")
+        assert "checkpoint at iteration 5 not written" in r.stdout
+        one_line_error(r, "checkpoint at iteration 6 not written", "disk full (ENOSPC)", "the previous one is intact")
         assert "inline_container" not in r.stdout + r.stderr
         assert digest(latest) == before
         assert not [n for n in os.listdir(os.path.join(disk, "d")) if ".tmp" in n]
         state, path, problems = checkpoint.load_newest(os.path.join(disk, "d"), resume=True)  # it resumes
-        assert (state.iteration, os.path.realpath(path), problems) == (2, os.path.realpath(latest), [])
+        assert (state.iteration, os.path.realpath(path), problems) == (4, os.path.realpath(latest), [])
 
 
 def test_a_new_run_on_a_full_disk_says_no_checkpoint_exists_and_leaves_no_empty_file(tmp_path):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import run_cli, run_script
+from conftest import run_cli, run_script, shared_run
 from ppo1 import PPO1Error
 from ppo1.envs import EnvOptions, VecGym, make_vec_env
 from ppo1.policies import MlpPolicy, RunningMeanStd, build
@@ -134,11 +134,11 @@ def test_mlp_on_an_atari_game_names_its_images_not_a_frame_flag_its_preset_set()
 def cartpole_run(tmp_path_factory):
     """CartPole with its defaults (baselines' run_mujoco: the network, epochs, step size, minibatch, clip range)
     under mpirun -np 2 x 1 env but with batches of 512 steps a rank, 8 iterations of 1024 steps: the learning
-    check, and the checkpoint that play and movie use."""
-    ck = tmp_path_factory.mktemp("cp")
-    r = run_cli(["--env_name", "CartPole-v1", "--timesteps_per_actorbatch", "512", "--env_steps", "8192", "--seed",
-                 "1", "--checkpoint_dir", str(ck), "--model_name", "cp"], np_=2, timeout=400)
-    assert r.returncode == 0, r.stderr
+    check, and the checkpoint that play and movie use. One for the session (shared_run): under xdist the
+    module's tests may run on both workers."""
+    ck, _ = shared_run(tmp_path_factory, "cartpole_run", lambda ck: run_cli(
+        ["--env_name", "CartPole-v1", "--timesteps_per_actorbatch", "512", "--env_steps", "8192", "--seed", "1",
+         "--checkpoint_dir", str(ck), "--model_name", "cp"], np_=2, timeout=400))
     return ck
 
 

@@ -82,7 +82,8 @@ def test_ctrl_c_to_a_vizdoom_run_under_np_stops_every_rank_with_a_checkpoint(tmp
 def test_a_second_signal_to_a_vizdoom_process_exits_at_once_and_leaves_no_engine(tmp_path):
     # the exit that skips closing the envs ends what they started (engines were left running with parent 1)
     pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
-    proc = launch([*DOOM, "--timesteps_per_actorbatch", "512", "--model_name", "doom"], tmp_path)
+    # T=256: iterations of nearly 3 s here (10 epochs of 16 minibatches), the second SIGINT's 0.3 s lands in one
+    proc = launch([*DOOM, "--timesteps_per_actorbatch", "256", "--model_name", "doom"], tmp_path)
     wait_for_rows(tmp_path / "checkpoints" / "doom" / "progress.csv", 1, proc)
     engines = descendants(proc.pid)
     assert engines, "ViZDoom runs its engines as processes of their own"
