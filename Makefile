@@ -39,7 +39,7 @@ $(VENV)/.installed: setup.py Makefile
 	$(INSTALL) -e '.[test,vizdoom,retro,gba,wandb]'
 	@touch $@
 
-# `make train`: Pong with --preset fast on 2 ranks x 4 envs (fast's 8 actors on Pong); ends by itself (14 to 42
+# `make train`: Pong with --preset fast on 2 ranks x 4 envs (fast's 8 actors on Pong); ends by itself (about 21
 # minutes on 2 cores). Another PRESET runs 4 envs per rank (8 actors, the paper's).
 ENVS   := $(if $(filter fast,$(PRESET)),,--envs_per_rank 4)
 train: venv
