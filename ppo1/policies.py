@@ -468,6 +468,8 @@ class RunningMeanStd(nn.Module):
         self.register_buffer("sum", torch.zeros(shape, dtype=torch.float64))
         self.register_buffer("sumsq", torch.full(shape, epsilon, dtype=torch.float64))
         self.register_buffer("count", torch.tensor(epsilon, dtype=torch.float64))
+        self._frame_mean_key: tuple | None = None  # frame_mean's cache: the sums' versions it was computed at
+        self._frame_mean: torch.Tensor | None = None
 
     def update(self, x: np.ndarray, allreduce_sum=None) -> None:
         """Add a batch x (N, *shape); `allreduce_sum` sums a float64 array over ranks (Comm.sum)."""
@@ -477,7 +479,7 @@ class RunningMeanStd(nn.Module):
         else:
             x = x.astype(np.float64)
             sums, squares = x.sum(0), np.square(x).sum(0)
-        local = np.concatenate([sums.ravel(), squares.ravel(), [len(x)]]).astype(np.float64)
+        local = np.concatenate([sums.ravel(), squares.ravel(), [len(x)]], dtype=np.float64)
         total = torch.from_numpy(allreduce_sum(local) if allreduce_sum else local).to(self.sum.device)
         n = self.sum.numel()
         self.sum += total[:n].view_as(self.sum)
@@ -491,12 +493,11 @@ class RunningMeanStd(nn.Module):
         """The mean as float32, expanded to one frame of `shape` (C, H, W) and in frame_layout: what a torso's input
         subtracts. Kept between calls while the sums stay as they are (their version counters: an update or a
         load_state_dict moves them), so the rollout's steps do not compute it anew for each batch of frames."""
+        if torch.compiler.is_compiling():  # a compiled graph keeps no Python state: the mean computed in it
+            return frame_layout(self.mean().float().expand(1, *shape))
         key = (self.sum._version, self.count._version, self.sum.data_ptr(), tuple(shape))
-        if torch.compiler.is_compiling() or getattr(self, "_frame_mean_key", None) != key:
-            mean = frame_layout(self.mean().float().expand(1, *shape))
-            if torch.compiler.is_compiling():
-                return mean
-            self._frame_mean_key, self._frame_mean = key, mean
+        if self._frame_mean_key != key:
+            self._frame_mean_key, self._frame_mean = key, frame_layout(self.mean().float().expand(1, *shape))
         return self._frame_mean
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
