@@ -277,7 +277,7 @@ class Trainer:
         seg.rewards[:] = shape_rewards(seg.rewards, self.sign_rewards, cfg.reward_scale)
         if self.reward_norm is not None:
             self.wd.phase = "reward statistics allreduce"
-            seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, self.comm.sum)
+            seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, self.comm.sum, seg.weights)
         seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value, cfg.gamma, cfg.lam,
                                           seg.cut_values, seg.weights > 0)
 

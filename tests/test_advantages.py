@@ -93,6 +93,18 @@ def test_reward_normalizer_divides_by_the_std_of_the_returns_summed_over_ranks_a
     assert restored.std() == other.std()
 
 
+def test_a_step_that_never_ran_adds_no_return_to_the_reward_statistics():
+    from ppo1.advantages import RewardNormalizer
+    norm = RewardNormalizer(2, gamma=1.0)
+    rewards = np.array([[2.0, 1.0], [2.0, 0.0]], np.float32)
+    dones = np.array([[False, False], [False, True]])  # env 1's second step crashed: made anew, the step never ran
+    weights = np.array([[1.0, 1.0], [1.0, 0.0]], np.float32)
+    norm(rewards, dones, weights=weights)
+    # the returns that happened: 2, 4 (env 0) and 1 (env 1); not env 1's 1 + 0 at the step that never ran
+    np.testing.assert_allclose(norm.stats, [7.0, 21.0, 3.0 + 1e-4])
+    np.testing.assert_allclose(norm.returns.g, [4.0, 0.0])  # env 1 starts a new game
+
+
 def test_an_episode_cut_by_a_time_limit_bootstraps_from_its_last_observation_by_hand():
     # one actor, 2 steps, gamma 0.5, lambda 1; step 0 cut by a time limit (done, the next step a new episode)
     r = np.array([[1.0], [2.0]], np.float32)
