@@ -45,6 +45,7 @@ class ForkServer:
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
         self.proc = subprocess.Popen([sys.executable, os.path.join(REPO, "tests", "forkserver.py")], cwd=REPO,
                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.streams: list[str] = []  # the background runs' output directories, removed at close
 
     def ask(self, request: dict) -> dict:
         """Send one request, return the server's reply (see tests/forkserver.py's protocol)."""
@@ -65,13 +66,17 @@ class ForkServer:
         """A run of `python -m run_atari ARGS` in the background: the server forks it and answers its pid at
         once, so other runs (and the tests' signals) can come while it trains."""
         streams = tempfile.mkdtemp(prefix="ppo1-forked-")
+        self.streams.append(streams)
         out, err = os.path.join(streams, "stdout"), os.path.join(streams, "stderr")
         r = self.ask({"start": True, "argv": args, "cwd": cwd, "stdout": out, "stderr": err})
         return ForkedRun(self, r["pid"], out, err)
 
     def close(self) -> None:
+        """End the server; remove the output of every background run, also of one no test read to its end."""
         self.proc.stdin.close()
         self.proc.wait(timeout=30)
+        for streams in self.streams:
+            shutil.rmtree(streams, ignore_errors=True)
 
 
 class ForkedRun:
