@@ -102,13 +102,13 @@ class RewardNormalizer:
         return float(np.sqrt(var + self.epsilon))
 
     def __call__(self, rewards: np.ndarray, dones: np.ndarray, allreduce_sum=None,
-                 weights: np.ndarray | None = None) -> np.ndarray:
+                 live: np.ndarray | None = None) -> np.ndarray:
         """Scaled rewards (T, k) float32 for a segment's raw rewards and dones (T, k); `allreduce_sum`
-        sums a float64 array over ranks (Comm.sum); `weights` (T, k): 0 where a step never ran (its env crashed
-        and was made anew), whose return is then not one of the statistics."""
+        sums a float64 array over ranks (Comm.sum); `live` (T, k) bool, as gae's: False for a step that never
+        ran (its env crashed and was made anew), whose return is then not one of the statistics."""
         g = running_returns(rewards, dones, self.returns.g, self.gamma)
-        if weights is not None:
-            g = g[weights > 0]
+        if live is not None:
+            g = g[live]
         local = np.array([g.sum(), np.square(g).sum(), g.size], np.float64)
         self.stats = self.stats + (allreduce_sum(local) if allreduce_sum else local)
         return np.clip(rewards / self.std(), -self.clip, self.clip).astype(np.float32)

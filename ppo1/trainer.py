@@ -274,12 +274,13 @@ class Trainer:
         """The rewards the update learns from (--clip_reward, --reward_scale, --norm_reward), then the segment's
         GAE(lambda) advantages and TD(lambda) returns."""
         cfg = self.config
+        live = seg.weights > 0  # the steps that ran (not those whose env crashed)
         seg.rewards[:] = shape_rewards(seg.rewards, self.sign_rewards, cfg.reward_scale)
         if self.reward_norm is not None:
             self.wd.phase = "reward statistics allreduce"
-            seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, self.comm.sum, seg.weights)
+            seg.rewards[:] = self.reward_norm(seg.rewards, seg.dones, self.comm.sum, live)
         seg.advantages, seg.returns = gae(seg.rewards, seg.values, seg.dones, seg.last_value, cfg.gamma, cfg.lam,
-                                          seg.cut_values, seg.weights > 0)
+                                          seg.cut_values, live)
 
     def update(self, seg: Segment, hp: Hyper) -> dict[str, float]:
         """Observation statistics (MLP, --frame_norm center), then the PPO epochs on this rank's batch.

@@ -98,8 +98,8 @@ def test_a_step_that_never_ran_adds_no_return_to_the_reward_statistics():
     norm = RewardNormalizer(2, gamma=1.0)
     rewards = np.array([[2.0, 1.0], [2.0, 0.0]], np.float32)
     dones = np.array([[False, False], [False, True]])  # env 1's second step crashed: made anew, the step never ran
-    weights = np.array([[1.0, 1.0], [1.0, 0.0]], np.float32)
-    norm(rewards, dones, weights=weights)
+    live = np.array([[True, True], [True, False]])
+    norm(rewards, dones, live=live)
     # the returns that happened: 2, 4 (env 0) and 1 (env 1); not env 1's 1 + 0 at the step that never ran
     np.testing.assert_allclose(norm.stats, [7.0, 21.0, 3.0 + 1e-4])
     np.testing.assert_allclose(norm.returns.g, [4.0, 0.0])  # env 1 starts a new game
