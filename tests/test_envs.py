@@ -133,6 +133,27 @@ def test_v5_ids_are_accepted_with_sticky_actions():
     assert env._frameskip == 1 and env.ale.getFloat("repeat_action_probability") == pytest.approx(0.25)
 
 
+def test_a_game_is_seeded_before_its_one_rom_load_and_sticky_actions_follow_the_seed(monkeypatch):
+    from ppo1.envs.atari import _seeded_atari_class
+    cls = _seeded_atari_class()
+    loads = []
+    real_load = cls.load_game
+
+    def load_game(self):
+        loads.append(int(self.ale.getInt("random_seed")))
+        real_load(self)
+    monkeypatch.setattr(cls, "load_game", load_game)
+
+    def trace(seed):  # sticky actions (v5): what the emulator does depends on its own RNG
+        env = make_ale_env("ALE/Pong-v5", seed=seed)
+        env.reset()
+        return np.stack([env.step(a % 6)[0] for a in range(300)])
+    a, b, c = trace(5), trace(5), trace(6)
+    assert len(loads) == 3  # one ROM load per game made
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
 @pytest.mark.parametrize("env_id,match", [("NoSuchGameNoFrameskip-v4", "not a known environment"),
                                           ("CartPole-v1", "not an Atari game")])
 def test_bad_env_id_is_a_clear_error(env_id, match):

@@ -14,6 +14,7 @@ Episode statistics are always those of the real game: all lives, unclipped score
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -44,8 +45,9 @@ def is_atari(env_id: str) -> bool:
     return gym_id is not None and str(env_spec(gym_id).entry_point).startswith("ale_py")
 
 
-def make_ale_env(env_id: str, render_mode: str | None = None):
-    """Create the raw gymnasium AtariEnv for `env_id` with frameskip 1 (we skip frames ourselves).
+def make_ale_env(env_id: str, render_mode: str | None = None, seed: int | None = None):
+    """Create the raw gymnasium AtariEnv for `env_id` with frameskip 1 (we skip frames ourselves), its emulator
+    seeded with `seed` (None: at random) before the ROM is loaded.
 
     `<Game>NoFrameskip-v4` keeps its deterministic actions; `ALE/<Game>-v5` keeps its sticky actions
     (repeat_action_probability 0.25). Raises PPO1Error for an id that is unknown or not an Atari game.
@@ -57,7 +59,27 @@ def make_ale_env(env_id: str, render_mode: str | None = None):
     kwargs: dict[str, Any] = {"frameskip": 1, "max_num_frames_per_episode": MAX_EPISODE_FRAMES}
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
-    return gymnasium.make(env_id, disable_env_checker=True, **kwargs).unwrapped
+    spec = gymnasium.spec(env_id)
+    return _seeded_atari_class()(seed, **{**spec.kwargs, **kwargs})
+
+
+@functools.cache
+def _seeded_atari_class() -> type:
+    """ale-py's AtariEnv, seeded before its one ROM load. ale-py's own loads the ROM in __init__ with a random
+    seed and again at reset(seed=...), and a load is most of the ~0.2 s that making a game costs."""
+    from ale_py.env import AtariEnv as AleAtariEnv
+
+    class SeededAtariEnv(AleAtariEnv):
+        def __init__(self, seed: int | None, **kwargs):
+            self._first_seed = seed
+            super().__init__(**kwargs)  # calls seed_game() then load_game()
+
+        def seed_game(self, seed: int | None = None):
+            if seed is None:
+                seed, self._first_seed = self._first_seed, None
+            return super().seed_game(seed)
+
+    return SeededAtariEnv
 
 
 class AtariEnv:
@@ -73,9 +95,10 @@ class AtariEnv:
                  render_mode: str | None = None, stack: int = FRAME_STACK):
         self.env_id = env_id
         self.episode_life = episode_life
-        self.gym_env = make_ale_env(env_id, render_mode=render_mode)
         ale_seed, noop_seed = seed.spawn(2)
-        self.gym_env.reset(seed=int(ale_seed.generate_state(1)[0] % (2**31 - 1)))
+        self.gym_env = make_ale_env(env_id, render_mode=render_mode,
+                                    seed=int(ale_seed.generate_state(1)[0] % (2**31 - 1)))
+        self.gym_env.reset()
         self.ale = self.gym_env.ale
         self.action_set = list(self.gym_env._action_set)
         self.num_actions = len(self.action_set)
