@@ -232,6 +232,25 @@ def breakout_run(tmp_path_factory):
     return ck, "breakout", r
 
 
+# the MPI layer's checks (tests/mpi/NAME.py): local ranks, observation statistics, the gradient average, target_kl
+# (last: it makes torch's algorithms deterministic for the rest of its process)
+MPI_CHECKS = ("local_rank", "obs_stats", "grad_average", "kl_stop")
+
+
+@pytest.fixture(scope="session")
+def mpi_checks(tmp_path_factory) -> str:
+    """The output of MPI_CHECKS run in one real `mpirun -np 2` launch (tests/mpi/checks.py), each ending with
+    `rank R NAME: OK` on every rank. One for the session (shared_run); a check that fails fails every test that
+    reads this, with its traceback."""
+    _, r = shared_run(tmp_path_factory, "mpi_checks", lambda _ck: run_script(
+        os.path.join(REPO, "tests", "mpi", "checks.py"), 2, *MPI_CHECKS, timeout=240))
+    return r.stdout
+
+
+def passed_on_both_ranks(output: str, name: str) -> bool:
+    return f"rank 0 {name}: OK" in output and f"rank 1 {name}: OK" in output
+
+
 def first_ratios(monkeypatch, config) -> tuple[list, list[bool]]:
     """Train `config` in this process. Returns, per update, the ratio pi / pi_old of its first minibatch of
     its first epoch, and whether the batch's pi_old (its log-probabilities) stayed the same through it."""

@@ -92,13 +92,11 @@ def test_to_cpu_keeps_structure_and_does_not_copy_cpu_tensors():
     assert out["a"] is t and out["b"][0] is t and out["b"][1] == (1, t) and out["c"] == {"d": None, "e": "x"}
 
 
-def test_comm_exposes_the_local_rank():
+def test_comm_exposes_the_local_rank(mpi_checks):
     c = Comm(None)
     assert (c.local_rank, c.local_size) == (0, 1)
-    r = run_script(os.path.join(HERE, "mpi", "local_rank.py"), 2, timeout=60)
-    assert r.returncode == 0, r.stderr
-    found = sorted(re.findall(r"rank (\d) local_rank (\d) local_size (\d)", r.stdout))
-    assert found == [("0", "0", "2"), ("1", "1", "2")], r.stdout
+    found = sorted(re.findall(r"rank (\d) local_rank (\d) local_size (\d)", mpi_checks))  # tests/mpi/local_rank.py
+    assert found == [("0", "0", "2"), ("1", "1", "2")], mpi_checks
 
 
 def test_cpu_batched_act_is_policy_act_on_the_same_arrays():

@@ -3,17 +3,14 @@ import os
 import pytest
 import torch
 
-from conftest import run_script
+from conftest import passed_on_both_ranks
 from ppo1.distributed import Comm, parameter_digest
 from ppo1.policies import build
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def test_two_rank_gradient_average_equals_union_batch_and_ranks_stay_identical():
-    r = run_script(os.path.join(HERE, "mpi", "grad_average.py"), 2, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "rank 0: OK" in r.stdout and "rank 1: OK" in r.stdout
+def test_two_rank_gradient_average_equals_union_batch_and_ranks_stay_identical(mpi_checks):
+    assert passed_on_both_ranks(mpi_checks, "grad_average"), mpi_checks  # tests/mpi/grad_average.py
 
 
 def test_single_process_comm_is_a_no_op_that_still_works():
@@ -69,10 +66,8 @@ def test_waiting_for_the_launcher_returns_once_the_pipe_is_read_and_gives_up_whe
         assert wait_for_launcher_to_read((f.fileno(),), timeout=5.0) is True
 
 
-def test_target_kl_stops_both_ranks_at_the_same_minibatch_from_the_averaged_kl():
-    r = run_script(os.path.join(HERE, "mpi", "kl_stop.py"), 2, timeout=180)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "rank 0: OK" in r.stdout and "rank 1: OK" in r.stdout
+def test_target_kl_stops_both_ranks_at_the_same_minibatch_from_the_averaged_kl(mpi_checks):
+    assert passed_on_both_ranks(mpi_checks, "kl_stop"), mpi_checks  # tests/mpi/kl_stop.py
 
 
 def test_say_line_writes_a_line_and_its_newline_in_one_write_when_the_console_is_unbuffered():

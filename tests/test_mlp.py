@@ -1,19 +1,17 @@
 """Vector-observation envs and baselines' MLP policies (categorical and diagonal Gaussian)."""
 import csv
 import json
-import os
 
 import gymnasium
 import numpy as np
 import pytest
 import torch
 
-from conftest import run_cli, run_script, shared_run
+from conftest import passed_on_both_ranks, run_cli, shared_run
 from ppo1 import PPO1Error
 from ppo1.envs import EnvOptions, VecGym, make_vec_env
 from ppo1.policies import MlpPolicy, RunningMeanStd, build
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def test_vec_gym_gives_float32_vectors_and_real_episode_statistics():
@@ -109,10 +107,8 @@ def test_running_mean_std_normalizes_and_clips():
     assert rms.normalize(torch.tensor([[1e6, -1e6]])).tolist() == [[5.0, -5.0]]
 
 
-def test_observation_statistics_are_identical_on_two_ranks_and_equal_the_union():
-    r = run_script(os.path.join(HERE, "mpi", "obs_stats.py"), 2, timeout=60)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "rank 1: OK" in r.stdout
+def test_observation_statistics_are_identical_on_two_ranks_and_equal_the_union(mpi_checks):
+    assert passed_on_both_ranks(mpi_checks, "obs_stats"), mpi_checks  # tests/mpi/obs_stats.py
 
 
 def test_mlp_on_image_observations_and_cnn_on_vectors_are_refused():
