@@ -41,18 +41,6 @@ def test_training_writes_a_loadable_checkpoint_with_its_config(trained):
     assert checkpoint.load_config(str(ck / "pong")).envs_per_rank == 2
 
 
-def test_rerun_resumes_from_the_checkpoint_without_repeating_flags(trained, tmp_path):
-    ck, _ = trained
-    import shutil
-    shutil.copytree(ck / "pong", tmp_path / "pong")
-    r = run_cli(["--env_steps", "2560", "--checkpoint_dir", str(tmp_path), "--model_name", "pong"], np_=2)
-    assert r.returncode == 0, r.stderr
-    assert "resuming from" in r.stdout
-    progress = rows(tmp_path / "pong" / "progress.csv")
-    assert [int(p["iteration"]) for p in progress] == [1, 2, 3, 4, 5]
-    assert int(progress[-1]["timesteps"]) == 2560
-
-
 def test_single_process_training_without_mpirun(tmp_path):
     r = run_cli([*SHORT, "--env_steps", "256", "--checkpoint_dir", str(tmp_path), "--model_name", "solo"])
     assert r.returncode == 0, r.stderr

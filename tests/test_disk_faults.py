@@ -2,6 +2,7 @@
 when it cannot. Full and read-only file systems are real tmpfs / bind mounts (root only: skipped otherwise)."""
 import contextlib
 import os
+import re
 import subprocess
 
 import pytest
@@ -60,7 +61,8 @@ def fill(directory):
 # ---------------------------------------------------------------------------------------------- full disk
 def test_full_disk_warns_training_continues_and_the_final_checkpoint_fails_in_one_line(pong_run, tmp_path):
     # on 2 ranks (a single process's final failed save: test_resume's small disk), resuming a copy of the
-    # suite's 2-rank Pong run (conftest's pong_run: 4 iterations of 512 steps) on the disk that then fills
+    # suite's 2-rank Pong run (conftest's pong_run: 4 iterations of 512 steps) on the disk that then fills, with
+    # only --env_steps and the run's name: the rerun that resumes without repeating the run's flags
     ck, name, _ = pong_run
     with tmpfs(tmp_path / "disk", "40m") as disk:
         copy_run(ck / name, tmp_path / "disk", "d")
@@ -70,6 +72,11 @@ def test_full_disk_warns_training_continues_and_the_final_checkpoint_fails_in_on
         r = run_cli(["--env_steps", str(6 * 512), "--save_interval", "1", "--checkpoint_dir", disk, "--model_name",
                      "d"], np_=2)   # iterations 5, 6
         assert "resuming from" in r.stdout and "(iteration 4," in r.stdout, r.stdout
+        # no flag of the run's repeated: its config is read back (2 envs a rank, 128 steps each), and the
+        # iterations go on from the checkpoint's
+        assert "2 ranks x 2 envs = 4 actors" in r.stdout and "6 iterations of 512 steps" in r.stdout, r.stdout
+        assert [line.split()[:2] for line in r.stdout.splitlines() if re.match(r"\s+\d+\s+\d+\s", line)] == \
+            [["5", "2560"], ["6", "3072"]], r.stdout
         assert "disk full (ENOSPC)" in r.stdout and "training continues" in r.stdout, r.stdout
         assert "checkpoint at iteration 5 not written" in r.stdout
         one_line_error(r, "checkpoint at iteration 6 not written", "disk full (ENOSPC)", "the previous one is intact")

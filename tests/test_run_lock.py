@@ -71,9 +71,10 @@ def test_removing_the_run_directory_under_a_training_stops_it_in_one_line_on_eve
 
 
 def test_two_trainings_started_together_one_runs_one_is_refused(tmp_path):
-    # two real starts at once (mpirun's ranks and a fresh interpreter): the race for the lock is the behaviour
+    # two real starts at once, forked together: the race for the lock is the behaviour (that the refusal reaches
+    # every rank is test_a_second_training_of_a_run_being_trained_is_refused_on_every_rank's)
     args = [*FAST, "--env_steps", "512", "--checkpoint_dir", str(tmp_path), "--model_name", "T"]
-    procs = [start(args, np_=2), start(args, fresh=True)]
+    procs = [start(args), start(args)]
     outputs = [p.communicate(timeout=300) for p in procs]
     results = [(p.returncode, out, err) for p, (out, err) in zip(procs, outputs)]
     assert sorted(code for code, _, _ in results) == [0, 2], results
