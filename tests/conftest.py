@@ -134,8 +134,10 @@ def _close_fork_server():
         _fork_server.close()
 
 
-# variables a run reads when it uses them, never at an import: a forked child may take them (tests/forkserver.py)
-FORKABLE_ENV = {"TMPDIR", "DISPLAY"}
+# variables a run reads when it uses them, never at an import the fork server has made: a forked child may take
+# them (tests/forkserver.py). The compiler's (CC, CXX) and Inductor's cache are read where --compile first compiles,
+# in the child: the fork server never imports torch._dynamo or torch._inductor
+FORKABLE_ENV = {"TMPDIR", "DISPLAY", "CC", "CXX", "TORCHINDUCTOR_CACHE_DIR"}
 
 
 def run_cli(args: list[str], np_: int = 1, timeout: float = 300, cwd: str | None = None,
