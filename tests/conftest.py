@@ -225,6 +225,20 @@ def pong_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def cartpole_run(tmp_path_factory):
+    """(checkpoint_dir, CompletedProcess) of CartPole with its defaults (baselines' run_mujoco: the network, epochs, step size,
+    minibatch, clip range) under mpirun -np 2 x 1 env but with batches of 512 steps a rank, 8 iterations of 1024
+    steps, evaluated after each (3 games: 2 on rank 0, 1 on rank 1; evaluation leaves training bit-identical),
+    a checkpoint each iteration of which the newest is kept, and best.pt: the learning check, the evaluation's
+    end-to-end run, and the checkpoint that play and movie use. One for the session (shared_run)."""
+    ck, r = shared_run(tmp_path_factory, "cartpole_run", lambda ck: run_cli(
+        ["--env_name", "CartPole-v1", "--timesteps_per_actorbatch", "512", "--env_steps", "8192", "--seed", "1",
+         "--eval_interval", "1", "--eval_episodes", "3", "--keep_checkpoints", "1", "--save_interval", "1",
+         "--checkpoint_dir", str(ck), "--model_name", "cp"], np_=2, timeout=400))
+    return ck, r
+
+
+@pytest.fixture(scope="session")
 def breakout_run(tmp_path_factory):
     """(checkpoint_dir, model_name, CompletedProcess) of a tiny Breakout run (4 iterations, a few
     finished games) that records a 120-frame video every 2 iterations. One for the session (shared_run)."""

@@ -6,7 +6,7 @@ import os
 import pytest
 import torch
 
-from conftest import rows, run_cli
+from conftest import copy_run, rows, run_cli
 from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
 from ppo1.distributed import Comm
@@ -14,29 +14,26 @@ from ppo1.plot import read_eval
 from ppo1.trainer import train
 
 
-def test_a_two_rank_run_evaluates_each_iteration_keeps_the_best_as_best_pt_and_plays_it(tmp_path):
-    # 2 ranks x 2 envs, 3 iterations of CartPole, 3 evaluation games each time (2 on rank 0, 1 on rank 1)
-    r = run_cli(["--env_name", "CartPole-v1", "--env_steps", "1536", "--timesteps_per_actorbatch", "128",
-                 "--envs_per_rank", "2", "--num_threads", "1", "--eval_interval", "1", "--eval_episodes", "3",
-                 "--keep_checkpoints", "1", "--save_interval", "1", "--checkpoint_dir", str(tmp_path),
-                 "--model_name", "cp"], np_=2)
-    assert r.returncode == 0, r.stderr
-    run_dir = tmp_path / "cp"
+def test_a_two_rank_run_evaluates_each_iteration_keeps_the_best_as_best_pt_and_plays_it(cartpole_run, tmp_path):
+    # the suite's CartPole run (conftest's cartpole_run): 2 ranks x 1 env, 8 iterations, 3 evaluation games after
+    # each (2 on rank 0, 1 on rank 1), --keep_checkpoints 1; this test changes a copy of it
+    ck, r = cartpole_run
+    run_dir = copy_run(ck / "cp", tmp_path, "cp")
     progress = rows(run_dir / "progress.csv")
-    assert [int(p["eval_games"]) for p in progress] == [3, 3, 3]
+    assert [int(p["eval_games"]) for p in progress] == [3] * 8
     for p in progress:  # CartPole: one reward a step, so a game's score is its length
         assert float(p["eval_return_mean"]) == pytest.approx(float(p["eval_length_mean"]))
         assert int(p["eval_steps"]) == round(3 * float(p["eval_length_mean"])) and float(p["eval_seconds"]) > 0
         assert p["eval_train_return_mean"] == ""  # CartPole's evaluation games are its training games
     lines = [line for line in r.stdout.splitlines() if line.startswith("ppo1: evaluation at iteration")]
-    assert len(lines) == 3 and "3 games" in lines[0] and "sampled actions" in lines[0] and "new best" in lines[0]
+    assert len(lines) == 8 and "3 games" in lines[0] and "sampled actions" in lines[0] and "new best" in lines[0]
     # best.pt: the first evaluation of the highest score, with its score and iteration; kept by --keep_checkpoints 1
     scores = [float(p["eval_return_mean"]) for p in progress]
     best = checkpoint.load(str(run_dir / "best.pt"))
     assert best.best["score"] == pytest.approx(max(scores)) and best.iteration == scores.index(max(scores)) + 1
     assert best.best["iteration"] == best.iteration and best.optimizer is None
     assert sorted(os.listdir(run_dir)).count("best.pt") == 1 and checkpoint.list_checkpoints(str(run_dir)) == [
-        checkpoint.checkpoint_path(str(run_dir), 3)]
+        checkpoint.checkpoint_path(str(run_dir), 8)]
     # play takes it, a .pt file's path, or the newest
     r = run_cli(["--mode", "play", "--checkpoint", "best", "--checkpoint_dir", str(tmp_path), "--model_name", "cp",
                  "--episodes", "1"])
@@ -44,16 +41,16 @@ def test_a_two_rank_run_evaluates_each_iteration_keeps_the_best_as_best_pt_and_p
     assert f"best.pt (iteration {best.iteration}" in r.stdout and "best evaluation, score" in r.stdout
     # the plot's evaluation curve: one point per evaluation
     [(what, (steps, _hours, rets))] = read_eval(str(run_dir / "progress.csv"))
-    assert what == "evaluation" and rets == pytest.approx(scores) and steps == [512.0, 1024.0, 1536.0]
+    assert what == "evaluation" and rets == pytest.approx(scores) and steps == [1024.0 * i for i in range(1, 9)]
     # a resumed run knows the best so far: a better best.pt is never replaced by a worse one
     better = dataclasses.replace(best, best={**best.best, "score": 1e9})
     checkpoint.save_best(str(run_dir), better)
-    config = checkpoint.load_config(str(run_dir))
+    config = dataclasses.replace(checkpoint.load_config(str(run_dir)), checkpoint_dir=str(tmp_path))  # the copy's
     said = []
-    train(dataclasses.replace(config, env_steps=2048, envs_per_rank=4), Comm(None), log=said.append)  # same actors
+    train(dataclasses.replace(config, env_steps=9216, envs_per_rank=2), Comm(None), log=said.append)  # same actors
     assert checkpoint.load(str(run_dir / "best.pt")).best["score"] == 1e9
     assert any("best evaluation so far: score 1000000000.00" in line for line in said)
-    assert [int(p["iteration"]) for p in rows(run_dir / "progress.csv") if p["eval_games"]][-1] == 4
+    assert [int(p["iteration"]) for p in rows(run_dir / "progress.csv") if p["eval_games"]][-1] == 9
 
 
 def test_training_is_bit_identical_with_or_without_evaluation_of_a_recurrent_policy(tmp_path, capsys):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import passed_on_both_ranks, run_cli, shared_run
+from conftest import passed_on_both_ranks, run_cli
 from ppo1 import PPO1Error
 from ppo1.envs import EnvOptions, VecGym, make_vec_env
 from ppo1.policies import MlpPolicy, RunningMeanStd, build
@@ -126,32 +126,22 @@ def test_mlp_on_an_atari_game_names_its_images_not_a_frame_flag_its_preset_set()
             Config.for_preset(preset, env_name="PongNoFrameskip-v4", model_type="mlp")
 
 
-@pytest.fixture(scope="module")
-def cartpole_run(tmp_path_factory):
-    """CartPole with its defaults (baselines' run_mujoco: the network, epochs, step size, minibatch, clip range)
-    under mpirun -np 2 x 1 env but with batches of 512 steps a rank, 8 iterations of 1024 steps: the learning
-    check, and the checkpoint that play and movie use. One for the session (shared_run): under xdist the
-    module's tests may run on both workers."""
-    ck, _ = shared_run(tmp_path_factory, "cartpole_run", lambda ck: run_cli(
-        ["--env_name", "CartPole-v1", "--timesteps_per_actorbatch", "512", "--env_steps", "8192", "--seed", "1",
-         "--checkpoint_dir", str(ck), "--model_name", "cp"], np_=2, timeout=400))
-    return ck
-
-
 def test_vector_env_gets_baselines_mujoco_defaults_and_saves_obs_statistics(cartpole_run):
-    config = json.loads((cartpole_run / "cp" / "config.json").read_text())
+    ck, _ = cartpole_run
+    config = json.loads((ck / "cp" / "config.json").read_text())
     assert (config["model_type"], config["optim_epochs"], config["optim_stepsize"], config["optim_batchsize"],
             config["epsilon"], config["ent_coef"]) == ("mlp", 10, 3e-4, 64, 0.2, 0.0)
-    state = torch.load(cartpole_run / "cp" / "latest.pt", weights_only=True)
+    state = torch.load(ck / "cp" / "latest.pt", weights_only=True)
     assert state["model"]["ob_rms.count"] > 500
 
 
 def test_cartpole_learns_from_its_first_games_to_over_80_within_8k_steps_on_two_ranks(cartpole_run):
     """This run's first 50 games averaged about 21, its last 50 about 105 (seeds 0, 2, 3: 22/115, 20/100, 21/117;
     with the default batches of 2048 steps a rank, 16k steps gave 12/119)."""
+    ck, _ = cartpole_run
     episodes = []
     for rank in (0, 1):
-        with open(cartpole_run / "cp" / f"episodes.rank{rank}.csv") as f:
+        with open(ck / "cp" / f"episodes.rank{rank}.csv") as f:
             episodes += [(int(row["timesteps"]), float(row["return"])) for row in csv.DictReader(f)]
     assert max(t for t, _ in episodes) <= 8192
     first50, last50 = [ret for _, ret in sorted(episodes)[:50]], [ret for _, ret in sorted(episodes)[-50:]]
@@ -159,7 +149,8 @@ def test_cartpole_learns_from_its_first_games_to_over_80_within_8k_steps_on_two_
 
 
 def test_play_reports_vector_env_episodes_with_the_checkpoints_mlp(cartpole_run):
-    r = run_cli(["--mode", "play", "--episodes", "3", "--checkpoint_dir", str(cartpole_run), "--model_name", "cp"])
+    ck, _ = cartpole_run
+    r = run_cli(["--mode", "play", "--episodes", "3", "--checkpoint_dir", str(ck), "--model_name", "cp"])
     assert r.returncode == 0, r.stderr
     games = [line for line in r.stdout.splitlines() if line.startswith("game ")]
     assert len(games) == 3
@@ -170,8 +161,9 @@ def test_play_reports_vector_env_episodes_with_the_checkpoints_mlp(cartpole_run)
 
 
 def test_movie_of_a_vector_env_records_its_rendered_frames(cartpole_run, tmp_path):
+    ck, _ = cartpole_run
     from moviepy import VideoFileClip
-    r = run_cli(["--mode", "movie", "--checkpoint_dir", str(cartpole_run), "--model_name", "cp",
+    r = run_cli(["--mode", "movie", "--checkpoint_dir", str(ck), "--model_name", "cp",
                  "--asset_dir", str(tmp_path)])
     assert r.returncode == 0, r.stderr
     [mp4] = list((tmp_path / "cp").glob("CartPole-v1_iter*_score*.mp4"))
