@@ -59,10 +59,10 @@ def test_ctrl_c_to_a_vizdoom_run_under_np_stops_every_rank_with_a_checkpoint(tmp
     run = tmp_path / "checkpoints" / "doom"
     temp = tmp_path / "temp"  # the ranks' temporary directory: ViZDoom's settings folders go there
     temp.mkdir()
-    proc = launch([*DOOM, "--model_name", "doom"], tmp_path, np_=2, module="ppo1", TMPDIR=str(temp))  # its ranks
-    # run `python -m ppo1` too, and get the launcher's signals
+    proc = launch([*DOOM, "--envs_per_rank", "1", "--model_name", "doom"], tmp_path, np_=2, module="ppo1",
+                  TMPDIR=str(temp))  # its ranks run `python -m ppo1` too, and get the launcher's signals
     wait_for_rows(run / "progress.csv", 2, proc)
-    assert len([name for name in os.listdir(temp) if name.startswith("ppo1-vizdoom-")]) == 4  # 2 envs a rank
+    assert len([name for name in os.listdir(temp) if name.startswith("ppo1-vizdoom-")]) == 2  # an engine a rank
     os.killpg(proc.pid, signal.SIGINT)
     out, err = finish(proc)
     assert proc.returncode == 130, (out, err)
