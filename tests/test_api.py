@@ -1,8 +1,7 @@
 """The Python API: docs/api.md's example runs as written (a shorter env_steps), and errors raise PPO1Error."""
+import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -16,19 +15,18 @@ def example() -> str:
     return blocks[-1]  # the complete example
 
 
-def test_the_example_of_docs_api_md_trains_plays_and_catches_an_error(tmp_path):
+def test_the_example_of_docs_api_md_trains_plays_and_catches_an_error(tmp_path, monkeypatch, capsys):
     code = example()
     assert "env_steps=1_100_000" in code and "envs_per_rank=8," in code
     code = code.replace("env_steps=1_100_000", "env_steps=256, num_threads=1").replace(  # one iteration of 2 envs
         "envs_per_rank=8,", "envs_per_rank=2,")  # x 128 steps (the preset's): what the example runs, scaled down
-    env = dict(os.environ, PYTHONPATH=REPO)
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300, env=env)
-    assert r.returncode == 0, r.stderr
-    assert "256 agent steps" in r.stdout
-    scores = re.search(r"scores of 2 whole games: \[(.*)\]", r.stdout).group(1).split(", ")
+    monkeypatch.chdir(tmp_path)  # run as a notebook's cell, in this process, from tmp_path
+    exec(compile(code, "docs/api.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "256 agent steps" in out
+    scores = re.search(r"scores of 2 whole games: \[(.*)\]", out).group(1).split(", ")
     assert len(scores) == 2 and all(-21 <= float(s) <= 21 for s in scores)
-    assert "error: no run directory" in r.stdout
+    assert "error: no run directory" in out
     assert (tmp_path / "checkpoints" / "notebook-pong" / "config.json").exists()
 
 
@@ -69,12 +67,9 @@ def test_train_and_play_stay_the_api_functions_after_their_modules_load():
 def test_train_with_settings_makes_each_env_once(tmp_path):
     # the env made to learn the family of the settings' env becomes the run's first env, as on the command line
     log = tmp_path / "made.txt"
-    code = ("from ppo1 import train\n"
-            f"r = train(env_name='tests.pixelenv:make_counted_env', env_kwargs='{{\"log\": \"{log}\", \"size\": 24}}', "
-            "env_steps=256, envs_per_rank=2, timesteps_per_actorbatch=128, optim_batchsize=32, num_threads=1, "
-            f"checkpoint_dir={str(tmp_path)!r}, model_name='api', log=None)\n"
-            "print('steps', r.timesteps)")
-    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, PYTHONPATH=REPO))
-    assert r.returncode == 0 and "steps 256" in r.stdout, r.stderr
+    from ppo1 import train
+    r = train(env_name="tests.pixelenv:make_counted_env", env_kwargs=json.dumps({"log": str(log), "size": 24}),
+              env_steps=256, envs_per_rank=2, timesteps_per_actorbatch=128, optim_batchsize=32, num_threads=1,
+              checkpoint_dir=str(tmp_path), model_name="api", log=None)
+    assert r.timesteps == 256
     assert len(log.read_text().splitlines()) == 2  # its 2 envs, the first the one made to learn its family
