@@ -46,10 +46,9 @@ def test_reference_plots_both_curves_and_leaves_the_runs_config_alone(tmp_path):
     (tmp_path / "ppo1.csv").write_text("timesteps,ep_return_mean\n1024,1.5\n2048,2.5\n")
     (tmp_path / "config.json").write_text('{"model_name": "B"}')  # the record of the run that made ppo1.csv
     (tmp_path / "sb3.csv").write_text("timesteps,ep_return_mean\n1024,1.0\n2048,2.0\n")
-    r = subprocess.run([sys.executable, "-m", "bench.reference", "--only", "plot", "--preset", "cleanrl",
-                        "--env_name", "BreakoutNoFrameskip-v4", "--set", "optim_epochs=2", "--out", str(tmp_path)],
-                       cwd=REPO, capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
+    from bench.reference import main  # in-process: plotting and files, no run started
+    assert main(["--only", "plot", "--preset", "cleanrl", "--env_name", "BreakoutNoFrameskip-v4", "--set",
+                 "optim_epochs=2", "--out", str(tmp_path)]) == 0
     png = tmp_path / "curves.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert json.loads((tmp_path / "config.json").read_text()) == {"model_name": "B"}
@@ -246,10 +245,8 @@ def test_reference_takes_ppo1s_curve_from_a_run_folder_it_did_not_start(tmp_path
     run.mkdir()
     (run / "progress.csv").write_text("iteration,timesteps,ep_return_mean,time_elapsed\n1,1024,nan,1\n2,2048,3.5,2\n"
                                       "3,3072,4.0,3\n")
-    r = subprocess.run([sys.executable, "-m", "bench.reference", "--only", "plot", "--preset", "paper",
-                        "--out", str(tmp_path / "out"), "--ppo1_run", str(run)], cwd=REPO, capture_output=True,
-                       text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
+    from bench.reference import main  # in-process: plotting and files, no run started
+    assert main(["--only", "plot", "--preset", "paper", "--out", str(tmp_path / "out"), "--ppo1_run", str(run)]) == 0
     assert (tmp_path / "out" / "ppo1.csv").read_text().splitlines() == ["timesteps,ep_return_mean", "2048,3.5",
                                                                          "3072,4.0"]
     assert "ppo1: 3072 steps, mean of the last 100 games 4.00" in (tmp_path / "out" / "summary.txt").read_text()
