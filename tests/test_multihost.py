@@ -55,20 +55,17 @@ def lines(path: str) -> list[str]:
         return f.read().split()
 
 
-def test_ranks_on_distinct_hosts_compute_local_rank_and_threads_per_host(hosts):
-    rc, out, err = run(hosts, [*RANK, "probe"], "probe", timeout=120)
-    assert rc == 0, err
-    # one JSON object per rank; mpiexec may forward two ranks' lines without a newline between them
-    ranks = sorted((json.loads(m) for m in re.findall(r"\{[^{}]*\}", out)), key=lambda r: r["rank"])
-    assert [(r["rank"], r["host"]) for r in ranks] == [(0, "ppo1-host1"), (1, "ppo1-host2")]
-    assert all(r["local_size"] == 1 for r in ranks)                   # alone on its node
-    assert all(r["threads"] == max(1, cpu_count()) for r in ranks)    # so it takes the node's cores
-
-
-def test_training_across_hosts_keeps_parameters_identical_and_only_rank_0_writes_the_run(hosts):
+def test_ranks_on_two_hosts_take_their_hosts_cores_keep_parameters_identical_and_only_rank_0_writes(hosts):
     rc, out, err = run(hosts, [*RANK, "train", *TRAIN, "--checkpoint_dir", hosts.disk, "--stop_after_iterations",
                                "2"], "train")
     assert rc == 0, err
+    # each rank's probe line (rank.py): one JSON object per rank; mpiexec may forward two ranks' lines without a
+    # newline between them
+    probes = [json.loads(m) for m in re.findall(r"\{[^{}]*\}", out) if '"local_size"' in m]
+    ranks = sorted(probes, key=lambda r: r["rank"])
+    assert [(r["rank"], r["host"]) for r in ranks] == [(0, "ppo1-host1"), (1, "ppo1-host2")]
+    assert all(r["local_size"] == 1 for r in ranks)                   # alone on its node
+    assert all(r["threads"] == max(1, cpu_count()) for r in ranks)    # so it takes the node's cores
     assert "stopped after 2 iterations" in out
     d1, d2 = lines(f"{hosts.disk}.host1/digests.rank0"), lines(f"{hosts.disk}.host2/digests.rank1")
     assert len(d1) == 3 and d1 == d2            # after the broadcast and after each iteration: bit-identical

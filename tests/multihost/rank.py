@@ -2,7 +2,7 @@
 
 probe: print one JSON line per rank: rank, hostname, the shared-memory communicator's size and the
 torch threads ppo1 would take on that host.
-train: run_atari ARGS, and on every parameter sync check append this rank's parameter digest to
+train: what probe prints, then run_atari ARGS, and on every parameter sync check append this rank's parameter digest to
 digests.rank<r> on this host's disk ($PPO1_MH_DISK), so a test can compare the hosts' parameters;
 the watchdog's line also goes to watchdog.rank<r> there.
 """
@@ -54,6 +54,7 @@ def train(args: list[str]) -> int:
             self._write = tee
 
     train_module.Watchdog = RecordingWatchdog
+    probe()
     return cli.main(args)
 
 
