@@ -1,10 +1,9 @@
-"""`python tests/multihost/rank.py probe | train ARGS`, one process per rank under the multi-host mpiexec.
+"""`python tests/multihost/rank.py train ARGS`, one process per rank under the multi-host mpiexec.
 
-probe: print one JSON line per rank: rank, hostname, the shared-memory communicator's size and the
-torch threads ppo1 would take on that host.
-train: what probe prints, then run_atari ARGS, and on every parameter sync check append this rank's parameter digest to
-digests.rank<r> on this host's disk ($PPO1_MH_DISK), so a test can compare the hosts' parameters;
-the watchdog's line also goes to watchdog.rank<r> there.
+It prints one JSON line per rank (probe: rank, hostname, the shared-memory communicator's size and the torch
+threads ppo1 would take on that host), then runs run_atari ARGS, and on every parameter sync check appends this
+rank's parameter digest to digests.rank<r> on this host's disk ($PPO1_MH_DISK), so a test can compare the hosts'
+parameters; the watchdog's line also goes to watchdog.rank<r> there.
 """
 import importlib
 import json
@@ -59,4 +58,5 @@ def train(args: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(probe() if sys.argv[1] == "probe" else train(sys.argv[2:]))
+    assert sys.argv[1] == "train", sys.argv
+    sys.exit(train(sys.argv[2:]))
