@@ -129,8 +129,9 @@ def test_vec_env_steps_k_games_with_distinct_seeds():
 
 
 def test_v5_ids_are_accepted_with_sticky_actions():
-    env = make_ale_env("ALE/Pong-v5")
-    assert env._frameskip == 1 and env.ale.getFloat("repeat_action_probability") == pytest.approx(0.25)
+    for env_id in ("ALE/Pong-v5", "ale_py:ALE/Pong-v5"):  # also in gymnasium's module:EnvId form
+        env = make_ale_env(env_id)
+        assert env._frameskip == 1 and env.ale.getFloat("repeat_action_probability") == pytest.approx(0.25)
 
 
 def test_a_game_is_seeded_before_its_one_rom_load_and_sticky_actions_follow_the_seed(monkeypatch):

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ppo1 import PPO1Error
-from ppo1.envs.base import Episode, VecEnv, env_call, env_spec, load_gymnasium, seeded_envs
+from ppo1.envs.base import Episode, VecEnv, env_call, env_spec, seeded_envs
 from ppo1.envs.family import Family
 from ppo1.observations import IMAGE, Obs, ObsSpec
 from ppo1.envs.procgen import is_procgen
@@ -36,13 +36,21 @@ MAX_EPISODE_FRAMES = 108_000
 FPS = 60  # emulator frames per second (NTSC): a recorded Atari game runs in real time at this rate
 
 
-def is_atari(env_id: str) -> bool:
-    """True for ids of ale-py's Atari games (which get the DeepMind preprocessing and a CNN)."""
+def ale_spec(env_id: str):
+    """The gymnasium EnvSpec of an ale-py Atari game's id (also as module:EnvId), None for any other id."""
     if is_procgen(env_id):
-        return False
+        return None
     from ppo1.envref import resolve
     gym_id = resolve(env_id).gym_id  # None for a factory (package.module:callable)
-    return gym_id is not None and str(env_spec(gym_id).entry_point).startswith("ale_py")
+    if gym_id is None:
+        return None
+    spec = env_spec(gym_id)
+    return spec if str(spec.entry_point).startswith("ale_py") else None
+
+
+def is_atari(env_id: str) -> bool:
+    """True for ids of ale-py's Atari games (which get the DeepMind preprocessing and a CNN)."""
+    return ale_spec(env_id) is not None
 
 
 def make_ale_env(env_id: str, render_mode: str | None = None, seed: int | None = None):
@@ -52,14 +60,13 @@ def make_ale_env(env_id: str, render_mode: str | None = None, seed: int | None =
     `<Game>NoFrameskip-v4` keeps its deterministic actions; `ALE/<Game>-v5` keeps its sticky actions
     (repeat_action_probability 0.25). Raises PPO1Error for an id that is unknown or not an Atari game.
     """
-    gymnasium = load_gymnasium()
-    if not is_atari(env_id):
+    spec = ale_spec(env_id)
+    if spec is None:
         raise PPO1Error(f"--env_name={env_id!r} is not an Atari game; use an id such as PongNoFrameskip-v4 "
                         "or ALE/Pong-v5")
     kwargs: dict[str, Any] = {"frameskip": 1, "max_num_frames_per_episode": MAX_EPISODE_FRAMES}
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
-    spec = gymnasium.spec(env_id)
     return _seeded_atari_class()(seed, **{**spec.kwargs, **kwargs})
 
 
