@@ -226,9 +226,9 @@ def pong_run(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def cartpole_run(tmp_path_factory):
-    """(checkpoint_dir, CompletedProcess) of CartPole with its defaults (baselines' run_mujoco: the network, epochs, step size,
-    minibatch, clip range) under mpirun -np 2 x 1 env but with batches of 512 steps a rank, 8 iterations of 1024
-    steps, evaluated after each (3 games: 2 on rank 0, 1 on rank 1; evaluation leaves training bit-identical),
+    """(checkpoint_dir, CompletedProcess) of CartPole with its defaults (baselines' run_mujoco: the network, epochs,
+    step size, minibatch, clip range) under mpirun -np 2 x 1 env but with batches of 512 steps a rank, 8 iterations
+    of 1024 steps, evaluated after each (3 games: 2 on rank 0, 1 on rank 1; evaluation leaves training bit-identical),
     a checkpoint each iteration of which the newest is kept, and best.pt: the learning check, the evaluation's
     end-to-end run, and the checkpoint that play and movie use. One for the session (shared_run)."""
     ck, r = shared_run(tmp_path_factory, "cartpole_run", lambda ck: run_cli(

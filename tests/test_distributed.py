@@ -8,7 +8,6 @@ from ppo1.distributed import Comm, parameter_digest
 from ppo1.policies import build
 
 
-
 def test_two_rank_gradient_average_equals_union_batch_and_ranks_stay_identical(mpi_checks):
     assert passed_on_both_ranks(mpi_checks, "grad_average"), mpi_checks  # tests/mpi/grad_average.py
 

@@ -13,7 +13,6 @@ from ppo1.envs import EnvOptions, VecGym, make_vec_env
 from ppo1.policies import MlpPolicy, RunningMeanStd, build
 
 
-
 def test_vec_gym_gives_float32_vectors_and_real_episode_statistics():
     venv = make_vec_env("CartPole-v1", 2, seed=0, rank=0)
     assert isinstance(venv, VecGym)
