@@ -164,7 +164,7 @@ def test_an_engine_that_hangs_is_killed_after_env_step_timeout_and_the_run_goes_
                  str(tmp_path), "--model_name", "hang", "--env_kwargs", json.dumps({"hang_at": 30, "tag": tag})])
     assert r.returncode == 0, r.stderr
     killed, restarted = r.stderr.strip().splitlines()
-    assert killed.startswith("ppo1: warning: rank 0: env 0's step ran past --env_step_timeout 2 s: ended the 1 "
+    assert killed.startswith("ppo1: warning: rank 0: env 0's step ran past --env_step_timeout 2 s: ending the 1 "
                              "process(es) it started (pid "), killed
     assert restarted.startswith("ppo1: warning: rank 0, iteration 2: env 0 raised RuntimeError: the engine exited "
                                 "unexpectedly; made it anew (1 of --env_restarts 5 in the run on rank 0)"), restarted
@@ -177,11 +177,11 @@ def test_a_hung_call_of_an_env_that_started_no_process_is_said_once_and_left_to_
 
     class Envs:  # a VecEnv in env 1's reset for 10 s, which started nothing
         calling, started = (1, "reset", 100.0), {}
-    said, ended = [], []
-    timer = CallTimer(5, rank=3, say=said.append, end=lambda pids: ended.append(pids) or [], clock=lambda: 110.0)
+    said, looked = [], []
+    timer = CallTimer(5, rank=3, say=said.append, find=lambda pids: looked.append(pids) or [], clock=lambda: 110.0)
     timer.watch(Envs)
     assert timer.check() and not timer.check()  # once per call
-    assert ended == [[]] and said == [
+    assert looked == [[]] and said == [
         "ppo1: warning: rank 3: env 1's reset ran past --env_step_timeout 5 s and started no process to end: the rank "
         "waits on it (a second Ctrl-C exits at once; --watchdog_timeout ends the run)"]
     Envs.calling = (1, "make", 90.0)  # making an env is not timed
@@ -242,7 +242,7 @@ def test_a_real_vizdoom_engine_that_hangs_is_killed_after_env_step_timeout_and_m
             done = venv.step(np.zeros((1,), np.int64))
         assert guard.is_alive(), "the engine was not ended by --env_step_timeout"
         assert done.crashed == {0} and venv.made == [1] and len(said) == 1, said
-        assert said[0].startswith("ppo1: warning: rank 0: env 0's step ran past --env_step_timeout 1 s: ended the "
+        assert said[0].startswith("ppo1: warning: rank 0: env 0's step ran past --env_step_timeout 1 s: ending the "
                                   f"1 process(es) it started (pid {engine})"), said
         [new] = venv.started[0]
         assert new != engine and new in descendants() and engine not in descendants()

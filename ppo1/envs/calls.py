@@ -36,10 +36,12 @@ class CallTimer(Ticker):
     name = "ppo1-env-calls"
 
     def __init__(self, timeout: float, rank: int = 0, say: Callable[[str], None] = _say,
-                 end: Callable[[list[int]], list[int]] = children.end, clock: Callable[[], float] = time.monotonic):
+                 find: Callable[[list[int]], list[int]] = children.below,
+                 end: Callable[[list[int]], list[int]] = children.kill, clock: Callable[[], float] = time.monotonic):
+        """find: the live processes (with those below them) of the pids an env started; end: kill them."""
         self.timeout, self.rank = timeout, rank
         self.venv = None
-        self._say, self._end, self._clock = say, end, clock
+        self._say, self._find, self._end, self._clock = say, find, end, clock
         self._handled = None  # the slot acted on (each call's slot is a new tuple)
         super().__init__()
 
@@ -65,11 +67,12 @@ class CallTimer(Ticker):
         self._handled = slot
         if venv.calling is not slot:
             return False  # the call returned meanwhile
-        ended = self._end([*venv.started.get(slot[0], []), *(slot[3].so_far() if len(slot) > 3 else [])])
+        ending = self._find([*venv.started.get(slot[0], []), *(slot[3].so_far() if len(slot) > 3 else [])])
         where = f"ppo1: warning: rank {self.rank}: {describe(slot)} ran past --env_step_timeout {self.timeout:g} s"
-        if ended:
-            self._say(f"{where}: ended the {len(ended)} process(es) it started (pid {', '.join(map(str, ended))}), "
+        if ending:  # said before they are ended: the env's failing call and its restart's line come after this line
+            self._say(f"{where}: ending the {len(ending)} process(es) it started (pid {', '.join(map(str, ending))}), "
                       "so that the call fails and the env is made anew (as --env_restarts allows)")
+            self._end(ending)
         else:
             self._say(f"{where} and started no process to end: the rank waits on it (a second Ctrl-C exits at "
                       "once; --watchdog_timeout ends the run)")

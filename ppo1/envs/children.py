@@ -149,14 +149,18 @@ def recording():
     started.extend(started.so_far())
 
 
-def end(pids) -> list[int]:
-    """SIGKILL those of `pids` that are still below this process, with everything below them (never a process
-    that is not this one's: a pid reused since is left alone). Returns the pids signalled."""
+def below(pids) -> list[int]:
+    """Those of `pids` that are still below this process, each followed by everything below it (never a process
+    that is not this one's: a pid reused since is left alone)."""
     from ppo1.launch import descendants
     mine = set(descendants())
-    targets = [q for p in pids if p in mine for q in (p, *descendants(p))]
+    return list(dict.fromkeys(q for p in pids if p in mine for q in (p, *descendants(p))))
+
+
+def kill(pids) -> list[int]:
+    """SIGKILL each of `pids` (below(...)'s). Returns the pids signalled."""
     killed = []
-    for p in dict.fromkeys(targets):
+    for p in pids:
         try:
             os.kill(p, signal.SIGKILL)
             killed.append(p)
