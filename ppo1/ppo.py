@@ -12,10 +12,10 @@ import numpy as np
 import torch
 
 from ppo1.distributed import Comm
-from ppo1.update_pass import UpdatePass
 
 if TYPE_CHECKING:
     from ppo1.rollout import Batch
+    from ppo1.update_pass import UpdatePass
 
 
 def linear_alpha(timesteps: int, env_steps: int) -> float:
@@ -200,19 +200,21 @@ def ranks_share(comm: Comm, weights: torch.Tensor | None, kl: torch.Tensor, targ
     return comm.size * live / total, kl_sum / total
 
 
-def minibatch_loss(update_pass: UpdatePass, mb: "Batch", hp: Hyper,
-                   weights: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """ppo_loss of the policy of `update_pass` on a minibatch: its advantages standardised over it with --adv_norm
-    minibatch, its sample weights `weights` (None: all 1), the value loss clipped around the rollout's values with
-    --clip_vloss."""
+def minibatch_loss(forward, mb: "Batch", hp: Hyper, weights: torch.Tensor | None,
+                   coefs: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """ppo_loss of the policy on a minibatch, `forward` (UpdatePass.forward) giving its log-probabilities,
+    entropies and values: its advantages standardised over it with --adv_norm minibatch, its sample weights `weights`
+    (None: all 1), the value loss clipped around the rollout's values with --clip_vloss. coefs: (clip, c1, c2) as
+    one tensor (3,), taking the place of hp's (a compiled pass then needs no new graph as they anneal)."""
+    clip, vf_coef, ent_coef = (hp.clip, hp.vf_coef, hp.ent_coef) if coefs is None else coefs.unbind()
     a = normalized(mb.adv, weights) if hp.adv_norm == "minibatch" else mb.adv
-    logp, entropy, values = update_pass.evaluate(mb)  # with --rnn: the chunks replayed from their saved memories
-    return ppo_loss(logp, entropy, values, mb.logp, a, mb.returns, hp.clip, hp.vf_coef, hp.ent_coef,
+    logp, entropy, values = forward(mb.obs, mb.actions, *mb.memory_inputs())  # --rnn: chunks replayed
+    return ppo_loss(logp, entropy, values, mb.logp, a, mb.returns, clip, vf_coef, ent_coef,
                     old_values=mb.values if hp.clip_vloss else None, weights=weights)
 
 
 def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm, batch: "Batch", hp: Hyper,
-           update_pass: UpdatePass | None = None) -> dict[str, float]:
+           update_pass: "UpdatePass") -> dict[str, float]:
     """`hp.epochs` passes over the rank's batch in shuffled minibatches of `hp.minibatch` samples.
 
     Each minibatch: loss -> (with `target_kl`: its KL averaged over ranks; above the target, the
@@ -221,8 +223,8 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     decision from the same averaged KL, at the same minibatch, so the ranks' allreduces stay matched
     and their parameters identical. Advantages are standardised over the rank's batch
     (`adv_norm="batch"`, baselines ppo1: done by Segment.batch) or over each minibatch ("minibatch",
-    ppo2). `update_pass` (of `policy`; None: the eager float32 one) computes each minibatch's
-    log-probabilities, entropies and values, in the run's precision, compiled with --compile; a recurrent
+    ppo2). `update_pass` (ppo1.update_pass.UpdatePass of `policy`) computes each minibatch's loss
+    (minibatch_loss) in the run's precision, compiled with --compile (with its backward); a recurrent
     policy replays each minibatch's chunks. Samples of weight 0 (`batch.weights`: steps whose env crashed)
     count in no loss, no statistic and no mean over ranks (ranks_share).
     Returns the mean of each statistic over all minibatches of this rank whose loss was computed, and
@@ -232,7 +234,8 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     for group in optimizer.param_groups:
         group["lr"] = hp.lr
     params = [p for p in policy.parameters()]
-    update_pass = update_pass or UpdatePass(policy)
+    coefs = (torch.tensor([hp.clip, hp.vf_coef, hp.ent_coef], device=batch.obs.device)  # compiled: tensors, so that
+             if update_pass.compiled is not None else None)  # the annealed clip is no new graph
     weighted = agreed_weights(comm, batch) is not None
     totals = torch.zeros(len(STAT_KEYS), device=batch.obs.device)
     count, steps, per_epoch = 0, 0, batch.minibatch_count(hp.minibatch)
@@ -240,7 +243,7 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
         stop = False
         for i, mb in enumerate(batch.minibatches(hp.minibatch)):
             weights = mb.weights if weighted else None
-            loss, stats = minibatch_loss(update_pass, mb, hp, weights)
+            loss, stats = update_pass.run(minibatch_loss, mb, hp, weights, coefs)
             totals += torch.stack([stats[k] for k in STAT_KEYS])
             count += 1
             share, mean_kl = ranks_share(comm, weights, stats["kl_k3"], hp.target_kl)

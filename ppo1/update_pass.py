@@ -1,16 +1,18 @@
-"""The update's pass of the policy over its samples: how every forward of the PPO update computes.
+"""The update's pass of the policy over its samples: how every computation of the PPO update runs.
 
     update_pass = UpdatePass(policy, device, "bf16", compile=True, log=log)  # once per run (Trainer)
     update_pass.set_pi_old(batch, statistics_moved)  # before the epochs, when pi_old must be recomputed
-    logp, entropy, values = update_pass.evaluate(minibatch)  # each minibatch's loss (ppo1.ppo)
+    loss, stats = update_pass.run(minibatch_loss, mb, hp, weights, coefs)  # each minibatch's loss (ppo1.ppo)
 
 One pass serves both the minibatches' losses and the pi_old they start from, so the first minibatch's ratio
 is 1: the same precision (--precision bf16: `policy.evaluate` under torch.autocast; the policy keeps its cores
-and heads in float32) and, with --compile, the same compiled function. Acting (the rollout) never comes here and
+and heads in float32). With --compile each minibatch's forward, loss and backward run compiled as one graph,
+which on a small network removes most of the per-operation overhead. Acting (the rollout) never comes here and
 runs in float32.
 """
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Callable
 
 import torch
@@ -22,12 +24,14 @@ if TYPE_CHECKING:
 
 
 class UpdatePass:
-    """`policy.evaluate` in the update's precision, under torch.compile with --compile.
+    """The update's computations in its precision, under torch.compile with --compile: `evaluate` (pi_old's
+    recomputation) and `run(fn, ...)` (each minibatch's loss, ppo1.ppo.minibatch_loss: the forward, the loss and,
+    compiled, their backward as one graph).
 
-    torch.compile compiles lazily and needs a C compiler then (Inductor). The first call therefore runs one
-    trial forward and backward (gradients discarded) so that both are compiled there; any failure (no compiler,
-    a backend error, a recurrent core dynamo cannot trace) switches to the eager pass for the rest of the run,
-    with one notice through `log`. Nothing is lost: the trial has no effect on parameters or gradients. Each
+    torch.compile compiles lazily and needs a C compiler then (Inductor). The first call of each function therefore
+    runs one trial forward and backward (gradients discarded) so that both are compiled there; any failure (no
+    compiler, a backend error, a recurrent core dynamo cannot trace) switches to the eager pass for the rest of the
+    run, with one notice through `log`. Nothing is lost: the trial has no effect on parameters or gradients. Each
     rank decides for itself; gradients are averaged over ranks whichever path computed them, so the ranks stay
     in sync."""
 
@@ -36,13 +40,14 @@ class UpdatePass:
         """precision: `fp32` or `bf16` (`auto` is resolved before, Trainer.setup); compile: --compile."""
         if precision not in ("fp32", "bf16"):
             raise ValueError(f"the update's precision is fp32 or bf16, not {precision!r}")
-        self.policy, self.log = policy, log
+        self.policy, self.log, self.backend = policy, log, backend
         self.device_type = torch.device(device).type
         self.bf16 = precision == "bf16"
-        self.compiled = torch.compile(self._eager, backend=backend) if compile else None
+        self.compiled: dict[Callable, Callable] | None = {} if compile else None  # fn -> torch.compile(fn)
         self.state = "untried" if compile else "eager"  # --compile: -> "compiled" or "failed"
+        self.tried: set[Callable] = set()  # the functions whose trial ran
 
-    def _eager(self, obs, actions, starts, memory0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(self, obs, actions, starts, memory0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """policy.evaluate in the update's precision: under bfloat16 autocast with bf16 (the torsos follow it)."""
         with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.bf16):
             return self.policy.evaluate(obs, actions, starts, memory0)
@@ -50,26 +55,37 @@ class UpdatePass:
     def evaluate(self, batch: "Batch") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log-probabilities of the batch's actions (N,), entropies (N,), values (N,)) of the policy as it is now;
         a RecurrentBatch's chunks replayed from their saved memories."""
-        args = (batch.obs, batch.actions, *batch.memory_inputs())
-        if self.state == "untried":
-            self._attempt(self._trial, args)
-        if self.state == "compiled":  # a new minibatch size (or grad mode) recompiles: that may fail too
-            result = self._attempt(lambda a: self.compiled(*a), args)
-            if result is not None:
-                return result
-        return self._eager(*args)
+        return self.run(evaluate_batch, batch)
 
-    def _trial(self, args: tuple) -> None:
-        """One compiled forward and backward, gradients discarded (grad on, also within set_pi_old's no_grad)."""
+    def run(self, fn: Callable, *args):
+        """fn(forward, *args), where `forward` is this pass's (policy.evaluate in the update's precision): eager, or
+        with --compile fn compiled as a whole (its backward too, when its outputs are differentiated)."""
+        if self.state in ("untried", "compiled"):
+            compiled = self.compiled.get(fn)
+            if compiled is None:
+                compiled = self.compiled[fn] = torch.compile(functools.partial(fn, self.forward), backend=self.backend)
+            if fn not in self.tried:
+                self.tried.add(fn)
+                self._attempt(self._trial, compiled, args)
+            if self.state == "compiled":  # a new minibatch size (or grad mode) recompiles: that may fail too
+                result = self._attempt(lambda c, a: c(*a), compiled, args)
+                if result is not None:
+                    return result
+        return fn(self.forward, *args)
+
+    def _trial(self, compiled: Callable, args: tuple) -> None:
+        """One compiled forward and backward of every differentiable output, gradients discarded (grad on, also
+        within set_pi_old's no_grad)."""
         with torch.enable_grad():
-            logp, entropy, values = self.compiled(*args)
+            outputs = [t for t in torch.utils._pytree.tree_leaves(compiled(*args))
+                       if isinstance(t, torch.Tensor) and t.requires_grad]
             params = [p for p in self.policy.parameters() if p.requires_grad]
-            torch.autograd.grad(logp.sum() + entropy.sum() + values.sum(), params, allow_unused=True)
+            torch.autograd.grad(sum(t.sum() for t in outputs), params, allow_unused=True)
 
-    def _attempt(self, fn: Callable, args: tuple):
-        """fn(args), marking the state compiled; on any error, failed (with the notice) and None."""
+    def _attempt(self, fn: Callable, compiled: Callable, args: tuple):
+        """fn(compiled, args), marking the state compiled; on any error, failed (with the notice) and None."""
         try:
-            result = fn(args)
+            result = fn(compiled, args)
             self.state = "compiled"
             return result
         except Exception as e:  # noqa: BLE001 -- any compile or backend error: go eager
@@ -93,6 +109,11 @@ class UpdatePass:
             return
         logp = [self.evaluate(part)[0] for part in batch.blocks(block)]  # a new tensor: on the CPU, the batch's
         batch.logp = torch.cat(logp).float()                              # logp shares the Segment's buffer
+
+
+def evaluate_batch(forward: Callable, batch: "Batch") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """forward (UpdatePass.forward) over a batch: its observations and actions (and a RecurrentBatch's chunks)."""
+    return forward(batch.obs, batch.actions, *batch.memory_inputs())
 
 
 def _root_cause(e: BaseException) -> str:

@@ -9,6 +9,7 @@ import torch
 from ppo1.advantages import standardize
 from ppo1.observations import Obs
 from ppo1.ppo import clipped_surrogate, explained_variance, linear_alpha, ppo_loss
+from ppo1.update_pass import UpdatePass
 
 
 def test_linear_alpha_anneals_from_one_to_zero_and_never_below():
@@ -96,7 +97,8 @@ def _tiny_update(values=None, **kw):
     adv = torch.linspace(-3, 5, n)
     stats = update(policy, opt, Comm(None), Batch(Obs({"image": obs}), actions, old_logp, adv, torch.zeros(n),
                                                   np.random.default_rng(0), values),
-                   Hyper(clip=0.1, lr=1e-3, **{"epochs": 1, **kw}, minibatch=8, vf_coef=1.0, ent_coef=0.0))
+                   Hyper(clip=0.1, lr=1e-3, **{"epochs": 1, **kw}, minibatch=8, vf_coef=1.0, ent_coef=0.0),
+                   UpdatePass(policy))
     return policy, stats, opt
 
 
@@ -230,7 +232,7 @@ def test_non_finite_gradients_stop_the_update_before_the_optimizer_step():
                   np.random.default_rng(0))
     with pytest.raises(NonFiniteUpdate, match="epoch 1, minibatch 1"):
         update(policy, opt, Comm(None), batch, Hyper(clip=0.1, lr=1e-3, epochs=2, minibatch=16, vf_coef=1.0,
-                                                    ent_coef=0.0))
+                                                    ent_coef=0.0), UpdatePass(policy))
     assert all(torch.equal(a, b) for a, b in zip(before, policy.parameters())), "a NaN step was taken"
     assert not opt.state, "Adam stepped"
 
@@ -393,7 +395,7 @@ def test_an_update_learns_nothing_from_a_crashed_steps_sample_whatever_it_holds(
             seq_len=length)
         update(policy, torch.optim.Adam(policy.parameters(), lr=1e-2), Comm(None), batch,
                Hyper(clip=0.2, lr=1e-2, epochs=2, minibatch=8, vf_coef=0.5, ent_coef=0.01, adv_norm="minibatch",
-                     clip_vloss=True))
+                     clip_vloss=True), UpdatePass(policy))
         return torch.cat([p.detach().reshape(-1) for p in policy.parameters()])
     first = trained(0.0)
     assert torch.equal(first, trained(1000.0))

@@ -69,6 +69,33 @@ def test_compiled_pass_gives_the_eager_pass_forward_and_backward():
         torch.testing.assert_close(g, p.grad)
 
 
+def test_a_compiled_minibatch_loss_is_the_eager_one_and_one_graph_serves_every_annealed_clip():
+    from ppo1.ppo import Hyper, minibatch_loss
+    policy = _policy("cnn")
+    batch = _batch(policy)
+    batch.adv = torch.linspace(-1, 1, len(batch))
+    graphs = []
+
+    def counting(gm, example_inputs):  # dynamo's backend: how many graphs it was given
+        graphs.append(gm)
+        return gm.forward
+    update_pass = UpdatePass(policy, compile=True, log=lambda m: pytest.fail(m), backend=counting)
+    for clip in (0.1, 0.05):  # as the clip anneals from one iteration to the next
+        hp = Hyper(clip=clip, lr=1e-3, epochs=1, minibatch=6, vf_coef=0.5, ent_coef=0.01, adv_norm="minibatch")
+        policy.zero_grad()
+        loss, stats = update_pass.run(minibatch_loss, batch, hp, None, torch.tensor([clip, 0.5, 0.01]))
+        loss.backward()
+        compiled_grads = [p.grad.clone() for p in policy.parameters()]
+        policy.zero_grad()
+        eager_loss, eager_stats = UpdatePass(policy).run(minibatch_loss, batch, hp, None)
+        eager_loss.backward()
+        torch.testing.assert_close(loss, eager_loss)
+        assert stats.keys() == eager_stats.keys()
+        for g, p in zip(compiled_grads, policy.parameters()):
+            torch.testing.assert_close(g, p.grad)
+    assert update_pass.state == "compiled" and len(graphs) == 1
+
+
 def test_compile_without_a_working_compiler_trains_on_eagerly(tmp_path):
     r = run_cli([*TINY, "--env_steps", "256", "--checkpoint_dir", str(tmp_path), "--model_name", "c", "--compile"],
                 env={"CC": "/nonexistent/cc", "CXX": "/nonexistent/c++",

@@ -12,6 +12,7 @@ from ppo1.distributed import Comm, RanksOutOfSync, parameter_digest
 from ppo1.observations import Obs
 from ppo1.policies import build
 from ppo1.ppo import Hyper, ppo_loss, ranks_share, update
+from ppo1.update_pass import UpdatePass
 from ppo1.rollout import Batch
 
 comm = Comm.create()
@@ -72,11 +73,11 @@ opt = make_adam(policy.parameters(), device, lr=1e-3, eps=1e-5)
 rng = np.random.default_rng(comm.rank)
 before = parameter_digest(policy)
 update(policy, opt, comm, Batch(Obs({"image": obs[half]}), actions[half], old_logp[half], adv[half], returns[half], rng),
-       Hyper(clip=0.1, lr=1e-3, epochs=3, minibatch=4, vf_coef=1.0, ent_coef=0.01))
+       Hyper(clip=0.1, lr=1e-3, epochs=3, minibatch=4, vf_coef=1.0, ent_coef=0.01), UpdatePass(policy))
 # likewise with a crashed sample on rank 0 alone (rank 1 weighs its own by 1, every allreduce matched)
 update(policy, opt, comm, Batch(Obs({"image": obs[half]}), actions[half], old_logp[half], adv[half], returns[half], rng,
                                 weights=weights[half] if comm.rank == 0 else None),
-       Hyper(clip=0.1, lr=1e-3, epochs=3, minibatch=4, vf_coef=1.0, ent_coef=0.01, target_kl=1e9))
+       Hyper(clip=0.1, lr=1e-3, epochs=3, minibatch=4, vf_coef=1.0, ent_coef=0.01, target_kl=1e9), UpdatePass(policy))
 assert parameter_digest(policy) != before
 digests = comm.allgather(parameter_digest(policy))
 assert digests[0] == digests[1], digests

@@ -18,6 +18,7 @@ from ppo1.distributed import Comm, parameter_digest
 from ppo1.observations import Obs
 from ppo1.policies import build
 from ppo1.ppo import Hyper, update
+from ppo1.update_pass import UpdatePass
 from ppo1.rollout import Batch
 
 comm = Comm.create()
@@ -58,7 +59,8 @@ def run(target: float):
     o = torch.optim.Adam(p.parameters(), lr=3e-4, eps=1e-5)
     rec = Recording(comm)
     stats = update(p, o, rec, Batch(Obs({"image": obs}), actions, old_logp, adv, returns, np.random.default_rng(comm.rank)),
-                   Hyper(clip=0.1, lr=3e-4, epochs=EPOCHS, minibatch=MB, vf_coef=1.0, ent_coef=0.01, target_kl=target))
+                   Hyper(clip=0.1, lr=3e-4, epochs=EPOCHS, minibatch=MB, vf_coef=1.0, ent_coef=0.01, target_kl=target),
+                   UpdatePass(p))
     return stats, rec.kls, p, o
 
 
