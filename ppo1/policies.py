@@ -31,6 +31,8 @@ the torsos follow while the cores, heads and distribution run in float32; acting
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import torch
 from torch import nn
@@ -169,7 +171,8 @@ class ActorCritic(nn.Module):
         log-probabilities and values with autocast off, in float32, where the ratio and losses are formed."""
         obs = self.as_obs(obs)
         x = self.features(obs)
-        with torch.autocast(x.device.type, enabled=False):
+        with torch.autocast(x.device.type, enabled=False) if torch.is_autocast_enabled(x.device.type) else \
+                contextlib.nullcontext():
             out, value = self.heads(x) if self.core is None else self._replay(x, starts, memory0)
             dist = self.distribution(out, obs)
             return dist.log_prob(actions), dist.entropy(), value
@@ -470,6 +473,8 @@ class RunningMeanStd(nn.Module):
         self.register_buffer("count", torch.tensor(epsilon, dtype=torch.float64))
         self._frame_mean_key: tuple | None = None  # frame_mean's cache: the sums' versions it was computed at
         self._frame_mean: torch.Tensor | None = None
+        self._mean_std_key: tuple | None = None  # mean_std's cache, kept as frame_mean's
+        self._mean_std: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def update(self, x: np.ndarray, allreduce_sum=None) -> None:
         """Add a batch x (N, *shape); `allreduce_sum` sums a float64 array over ranks (Comm.sum)."""
@@ -500,10 +505,22 @@ class RunningMeanStd(nn.Module):
             self._frame_mean_key, self._frame_mean = key, frame_layout(self.mean().float().expand(1, *shape))
         return self._frame_mean
 
-    def normalize(self, x: torch.Tensor) -> torch.Tensor:
-        """clip((x - mean) / std, -5, 5), as float32."""
+    def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(mean, std), float64, std = sqrt(max(E[x^2] - mean^2, 1e-2)); kept between calls while the sums stay as
+        they are (as frame_mean), so acting and the update's minibatches do not compute them anew each call."""
+        if not torch.compiler.is_compiling():
+            key = (self.sum._version, self.sumsq._version, self.count._version, self.sum.data_ptr())
+            if self._mean_std_key == key:
+                return self._mean_std
         mean = self.mean()
         std = torch.sqrt(torch.clamp(self.sumsq / self.count - mean.square(), min=1e-2))
+        if not torch.compiler.is_compiling():
+            self._mean_std_key, self._mean_std = key, (mean, std)
+        return mean, std
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """clip((x - mean) / std, -5, 5), as float32."""
+        mean, std = self.mean_std()
         return torch.clamp((x.double() - mean) / std, -5.0, 5.0).float()
 
 

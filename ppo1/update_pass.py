@@ -49,7 +49,9 @@ class UpdatePass:
 
     def forward(self, obs, actions, starts, memory0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """policy.evaluate in the update's precision: under bfloat16 autocast with bf16 (the torsos follow it)."""
-        with torch.autocast(self.device_type, dtype=torch.bfloat16, enabled=self.bf16):
+        if not self.bf16:
+            return self.policy.evaluate(obs, actions, starts, memory0)
+        with torch.autocast(self.device_type, dtype=torch.bfloat16):
             return self.policy.evaluate(obs, actions, starts, memory0)
 
     def evaluate(self, batch: "Batch") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

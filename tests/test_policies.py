@@ -1,3 +1,4 @@
+import gymnasium
 import numpy as np
 import pytest
 import torch
@@ -188,7 +189,6 @@ def test_a_network_that_does_not_fit_the_observations_is_refused(model_type, sha
 
 
 def test_multidiscrete_and_multibinary_actions_get_one_categorical_per_dimension_from_one_head():
-    import gymnasium
     torch.manual_seed(0)
     policy = build("small", gymnasium.spaces.MultiDiscrete([3, 2]))
     assert policy.pi.out_features == 5 and policy.nvec == (3, 2) and policy.action_shape == (2,)
@@ -229,3 +229,21 @@ def test_the_torsos_frame_mean_follows_every_change_of_the_statistics():
     other = build("small", 6, frame_norm="center")
     policy.load_state_dict(other.state_dict())  # so does a loaded checkpoint's
     torch.testing.assert_close(policy.torso_input(frames), frames.float() / 255.0 - 0.0, rtol=0, atol=0)
+
+
+def test_the_mlps_normalisation_follows_every_change_of_the_statistics():
+    policy = build("mlp", gymnasium.spaces.Discrete(2), (3,))
+    x = torch.randn(5, 3) * 4 + 1
+
+    def normalised_as_computed_afresh():
+        rms = policy.ob_rms
+        mean = rms.sum / rms.count
+        std = torch.sqrt(torch.clamp(rms.sumsq / rms.count - mean.square(), min=1e-2))
+        return torch.clamp((x.double() - mean) / std, -5.0, 5.0).float()
+
+    policy.observe(x.numpy())
+    torch.testing.assert_close(policy.features(x), normalised_as_computed_afresh(), rtol=0, atol=0)
+    policy.observe((x * 3).numpy())  # an update moves mean and std: the next forward sees them
+    torch.testing.assert_close(policy.features(x), normalised_as_computed_afresh(), rtol=0, atol=0)
+    policy.load_state_dict(build("mlp", gymnasium.spaces.Discrete(2), (3,)).state_dict())  # so does a checkpoint's
+    torch.testing.assert_close(policy.features(x), normalised_as_computed_afresh(), rtol=0, atol=0)
