@@ -258,8 +258,8 @@ class Config:
         "auto (a GPU when torch sees one, else the CPU), cpu, cuda or cuda:N; under mpirun each rank "
         "takes GPU local_rank %% GPUs on its node, cuda:N pins GPU N; may differ on resume")
     compile: bool = setting(False,
-        "torch.compile the training forward/backward (needs a C compiler at run time; falls back to "
-        "eager with a notice if compiling fails)")
+        "torch.compile each minibatch's forward, loss and backward as one graph (pays on small networks; "
+        "needs a C compiler at run time; falls back to eager with a notice if compiling fails)")
     precision: str = setting("fp32",
         "the update's CNN torso: fp32, bf16 (torch.autocast; where every rank's device has it in hardware) or auto "
         "(bf16 where every rank's device has it, else fp32); may differ on resume",
