@@ -179,7 +179,8 @@ class Config:
                                       "--preset fast: 32 actors in all, 8 on PongNoFrameskip-v4, rounded up)")
     save_interval: int = setting(50, "iterations between checkpoints (one is always written at the end)")
     sync_check_interval: int = setting(10, "iterations between checks that all ranks hold identical parameters")
-    num_threads: int = setting(0, "torch threads per rank; 0 = cores available divided by the ranks on the node")
+    num_threads: int = setting(0, "torch threads per rank; 0 = 1 for a feed-forward MLP, else the cores available "
+                                  "divided by the ranks on the node")
     keep_checkpoints: int = setting(3, "numbered checkpoints to keep (latest.pt always points at the newest)")
     deterministic: bool = setting(False,
         "1 torch thread per rank and deterministic kernels, so a resumed run is bit-identical")

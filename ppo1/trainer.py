@@ -38,11 +38,22 @@ from ppo1.wandb_log import WandbLog, require as require_wandb
 from ppo1.watchdog import Watchdog
 
 
+def default_threads(config: Config, cores: int, local_ranks: int) -> int:
+    """torch threads per rank: 1 if --deterministic, else --num_threads, else 1 for a feed-forward MLP (its
+    tensors are too small to share out: a second thread only waits on the first, and where another process holds a
+    core the two wait on each other, 3.7x slower in docs/throughput.md), else the node's cores / its ranks."""
+    if config.deterministic:
+        return 1
+    if config.num_threads:
+        return config.num_threads
+    if config.model_type == "mlp" and config.rnn == "none":
+        return 1
+    return max(1, cores // local_ranks)
+
+
 def configure_threads(config: Config, comm: Comm, log=print) -> int:
-    """torch threads per rank: 1 if --deterministic, else --num_threads (at most the cores this process may
-    use), else cores / ranks on this node."""
-    n = 1 if config.deterministic else config.num_threads or max(1, devices.cpu_count() // comm.local_size)
-    n = devices.fit_threads(n, log)
+    """Set this rank's torch threads (default_threads, at most the cores this process may use); returns them."""
+    n = devices.fit_threads(default_threads(config, devices.cpu_count(), comm.local_size), log)
     torch.set_num_threads(n)
     if config.deterministic or torch.are_deterministic_algorithms_enabled():
         torch.use_deterministic_algorithms(config.deterministic)  # imports Inductor: ~1 s of CPU per process

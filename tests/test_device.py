@@ -40,6 +40,17 @@ def test_threads_and_determinism_are_set_for_each_run_without_importing_inductor
     assert r.stdout.split() == ["False", "True", "False"]
 
 
+@pytest.mark.parametrize("fields, cores, ranks, threads", [
+    ({"model_type": "small"}, 16, 2, 8), ({"model_type": "small"}, 2, 1, 2), ({"model_type": "small"}, 2, 4, 1),
+    ({"model_type": "mlp"}, 16, 1, 1),                       # a feed-forward MLP: one thread, whatever the cores
+    ({"model_type": "mlp", "rnn": "lstm"}, 16, 2, 8),       # a recurrent core shares out as the CNNs do
+    ({"model_type": "mlp", "num_threads": 3}, 16, 1, 3),    # what the user gives stands
+    ({"model_type": "small", "deterministic": True}, 16, 1, 1)])
+def test_torch_threads_per_rank_by_default_and_as_given(fields, cores, ranks, threads):
+    from ppo1.trainer import default_threads
+    assert default_threads(Config(**fields), cores, ranks) == threads
+
+
 # ------------------------------------------------------------------ pure: parsing and mapping
 @pytest.mark.parametrize("text, parsed", [("auto", ("auto", None)), ("cpu", ("cpu", None)),
                                           ("cuda", ("cuda", None)), ("cuda:0", ("cuda", 0)),
