@@ -54,8 +54,11 @@ class Adam:
     iteration), in the interface ppo1 uses of torch.optim.Adam: zero_grad, step, state_dict,
     load_state_dict."""
 
-    def __init__(self, params, lr: float, eps: float = 1e-8, betas: tuple[float, float] = (0.9, 0.999)):
-        self.params = list(params)
+    def __init__(self, params, lr: float, eps: float = 1e-8, betas: tuple[float, float] = (0.9, 0.999),
+                 fused: bool = False):
+        """fused: step with torch's fused CPU kernel (torch.optim.Adam(fused=True)'s, bit for bit): one call for all
+        parameters, over 10x faster on a small network, not bit for bit the single-tensor arithmetic."""
+        self.params, self.fused = list(params), fused
         self.param_groups = [{"lr": lr, "betas": betas, "eps": eps}]
         self.state: dict[int, dict[str, torch.Tensor]] = {}  # per parameter index, made at its first step
 
@@ -79,6 +82,13 @@ class Adam:
                                      "exp_avg_sq": torch.zeros_like(p)}
         counts = [self.state[i]["step"] for i, _ in live]
         torch._foreach_add_(counts, 1)
+        if self.fused:
+            torch._fused_adam_([p for _, p in live], [p.grad for _, p in live],
+                               [self.state[i]["exp_avg"] for i, _ in live],
+                               [self.state[i]["exp_avg_sq"] for i, _ in live], [], counts, amsgrad=False,
+                               lr=group["lr"], beta1=group["betas"][0], beta2=group["betas"][1], weight_decay=0.0,
+                               eps=group["eps"], maximize=False)
+            return
         steps = {count.item() for count in counts}
         if len(steps) == 1:  # the common case, every parameter at the same step: one call per operation
             foreach_adam_step([p for _, p in live], [p.grad for _, p in live],

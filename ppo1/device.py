@@ -147,13 +147,14 @@ def set_rng_state(device: torch.device, state: torch.Tensor | None) -> None:
         torch.cuda.set_rng_state(state, device)
 
 
-def make_adam(params, device: torch.device, lr: float, eps: float):
+def make_adam(params, device: torch.device, lr: float, eps: float, compiled: bool = False):
     """Adam with the parameters' state on `device`: torch's fused kernels on CUDA; on the CPU ppo1's own
     (ppo1.adam: torch's CPU arithmetic without the import of torch._dynamo that torch's optimizers make,
-    over a second of CPU per process). Both keep torch.optim.Adam's state_dict layout."""
+    over a second of CPU per process), stepping with torch's fused CPU kernel where the update is `compiled`
+    (--compile: its arithmetic is the compiler's already). Both keep torch.optim.Adam's state_dict layout."""
     if device.type == "cuda":
         return torch.optim.Adam(params, lr=lr, eps=eps, fused=True)
-    return Adam(params, lr=lr, eps=eps)
+    return Adam(params, lr=lr, eps=eps, fused=compiled)
 
 
 def batched_act(policy, device: torch.device, obs: Obs) -> Callable[..., tuple]:

@@ -161,7 +161,7 @@ class Trainer:
             self.reward_norm = RewardNormalizer(cfg.envs_per_rank, cfg.gamma) if cfg.norm_reward else None
             self.sign_rewards = cfg.sign_rewards(self.venv.family)
             self.optimizer = devices.make_adam(self.policy.parameters(), self.device, cfg.optim_stepsize,
-                                               cfg.adam_epsilon)
+                                               cfg.adam_epsilon, compiled=cfg.compile)
             if comm.is_root:
                 saved, path = self._newest_checkpoint()
                 self.best.load(self.log, say_score=bool(cfg.eval_interval))

@@ -44,6 +44,25 @@ def _same_gradients(nets, seed):
             p.grad = grad.clone()
 
 
+def test_fused_steps_are_bit_identical_to_torch_fused_adam_on_the_cpu_and_close_to_the_single_tensor_ones():
+    ours_net, torch_net = _twins()
+    plain_net = copy.deepcopy(ours_net)
+    ours = Adam(ours_net.parameters(), lr=1e-3, eps=1e-5, fused=True)
+    theirs = torch.optim.Adam(torch_net.parameters(), lr=1e-3, eps=1e-5, fused=True)
+    plain = Adam(plain_net.parameters(), lr=1e-3, eps=1e-5)
+    for t in range(20):
+        lr = 1e-3 * (1 - t / 20)
+        for opt in (ours, theirs, plain):
+            opt.param_groups[0]["lr"] = lr
+        _same_gradients([ours_net, torch_net, plain_net], t)
+        for opt in (ours, theirs, plain):
+            opt.step()
+    for p, q, r in zip(ours_net.parameters(), torch_net.parameters(), plain_net.parameters()):
+        assert torch.equal(p, q)
+        torch.testing.assert_close(p, r, rtol=0, atol=1e-6)
+    assert ours.state_dict()["state"].keys() == plain.state_dict()["state"].keys()
+
+
 def test_twenty_steps_are_bit_identical_to_torch_adam_on_the_cpu_with_the_step_size_changing():
     ours_net, torch_net = _twins()
     ours = Adam(ours_net.parameters(), lr=1e-3, eps=1e-5)
