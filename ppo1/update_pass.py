@@ -79,8 +79,7 @@ class UpdatePass:
         """One compiled forward and backward of every differentiable output, gradients discarded (grad on, also
         within set_pi_old's no_grad)."""
         with torch.enable_grad():
-            outputs = [t for t in torch.utils._pytree.tree_leaves(compiled(*args))
-                       if isinstance(t, torch.Tensor) and t.requires_grad]
+            outputs = [t for t in _tensors(compiled(*args)) if t.requires_grad]
             params = [p for p in self.policy.parameters() if p.requires_grad]
             torch.autograd.grad(sum(t.sum() for t in outputs), params, allow_unused=True)
 
@@ -116,6 +115,15 @@ class UpdatePass:
 def evaluate_batch(forward: Callable, batch: "Batch") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """forward (UpdatePass.forward) over a batch: its observations and actions (and a RecurrentBatch's chunks)."""
     return forward(batch.obs, batch.actions, *batch.memory_inputs())
+
+
+def _tensors(out) -> list[torch.Tensor]:
+    """The tensors of a function's result: itself, or those in its tuples, lists and dicts."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        out = list(out.values())
+    return [t for o in out for t in _tensors(o)] if isinstance(out, (tuple, list)) else []
 
 
 def _root_cause(e: BaseException) -> str:
