@@ -48,7 +48,7 @@ class UpdatePass:
         self.tried: set[Callable] = set()  # the functions whose trial ran
 
     def forward(self, obs, actions, starts, memory0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """policy.evaluate in the update's precision: under bfloat16 autocast with bf16 (the torsos follow it)."""
+        """policy.evaluate in the update's precision: under bfloat16 autocast with bf16 (the torsos' convolutions follow it)."""
         if not self.bf16:
             return self.policy.evaluate(obs, actions, starts, memory0)
         with torch.autocast(self.device_type, dtype=torch.bfloat16):

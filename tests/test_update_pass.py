@@ -122,15 +122,19 @@ def _output_dtypes(policy, modules: dict, fn) -> dict:
     return seen
 
 
-def test_the_bf16_pass_runs_the_torso_in_bfloat16_and_the_core_and_heads_in_float32():
+@pytest.mark.parametrize("model_type", ["small", "large", "impala"])
+def test_the_bf16_pass_runs_the_convolutions_in_bfloat16_and_the_hidden_layer_core_and_heads_in_float32(model_type):
     torch.manual_seed(0)
-    policy = build("small", 6, rnn="lstm", rnn_size=16)
+    policy = build(model_type, 6, rnn="lstm", rnn_size=16)
     batch = _batch(policy)
-    modules = {"torso": policy.torso, "core": policy.core.rnn, "pi": policy.pi, "vf": policy.vf}
+    convs = [m for m in policy.torso.modules() if isinstance(m, torch.nn.Conv2d)]
+    modules = {"first conv": convs[0], "last conv": convs[-1], "hidden": policy.torso[-2], "core": policy.core.rnn,
+               "pi": policy.pi, "vf": policy.vf}
     out = {}
     seen = _output_dtypes(policy, modules, lambda: out.update(zip("lev", UpdatePass(policy, precision="bf16")
                                                                   .evaluate(batch))))
-    assert seen == {"torso": torch.bfloat16, "core": torch.float32, "pi": torch.float32, "vf": torch.float32}
+    assert seen == {"first conv": torch.bfloat16, "last conv": torch.bfloat16, "hidden": torch.float32,
+                    "core": torch.float32, "pi": torch.float32, "vf": torch.float32}
     assert all(t.dtype == torch.float32 for t in out.values())  # log-probs, entropies, values
     memory = policy.initial_memory(2)
     acting = _output_dtypes(policy, modules, lambda: policy.act(batch.obs[:2], memory=memory))
