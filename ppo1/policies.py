@@ -32,8 +32,6 @@ runs in float32.
 """
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import torch
 from torch import nn
@@ -172,8 +170,7 @@ class ActorCritic(nn.Module):
         log-probabilities and values with autocast off, in float32, where the ratio and losses are formed."""
         obs = self.as_obs(obs)
         x = self.features(obs)
-        with torch.autocast(x.device.type, enabled=False) if torch.is_autocast_enabled(x.device.type) else \
-                contextlib.nullcontext():
+        with torch.autocast(x.device.type, enabled=False):
             out, value = self.heads(x) if self.core is None else self._replay(x, starts, memory0)
             dist = self.distribution(out, obs)
             return dist.log_prob(actions), dist.entropy(), value
@@ -484,10 +481,7 @@ class RunningMeanStd(nn.Module):
         self.register_buffer("sum", torch.zeros(shape, dtype=torch.float64))
         self.register_buffer("sumsq", torch.full(shape, epsilon, dtype=torch.float64))
         self.register_buffer("count", torch.tensor(epsilon, dtype=torch.float64))
-        self._frame_mean_key: tuple | None = None  # frame_mean's cache: the sums' versions it was computed at
-        self._frame_mean: torch.Tensor | None = None
-        self._mean_std_key: tuple | None = None  # mean_std's cache, kept as frame_mean's
-        self._mean_std: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._kept: dict[str, tuple] = {}  # what _keep computed: name -> (the sums' versions it was computed at, value)
 
     def update(self, x: np.ndarray, allreduce_sum=None) -> None:
         """Add a batch x (N, *shape); `allreduce_sum` sums a float64 array over ranks (Comm.sum)."""
@@ -507,29 +501,29 @@ class RunningMeanStd(nn.Module):
     def mean(self) -> torch.Tensor:
         return self.sum / self.count
 
+    def _keep(self, name: str, compute, *key):
+        """compute(), kept between calls while the sums stay as they are (their version counters: an update or a
+        load_state_dict moves them) and `key` is the same, so the rollout's steps and the update's minibatches do
+        not compute it anew each call. A compiled graph keeps no Python state: there it is computed in the graph."""
+        if torch.compiler.is_compiling():
+            return compute()
+        key = (self.sum._version, self.sumsq._version, self.count._version, self.sum.data_ptr(), *key)
+        kept = self._kept.get(name)
+        if kept is None or kept[0] != key:
+            kept = self._kept[name] = (key, compute())
+        return kept[1]
+
     def frame_mean(self, shape: torch.Size) -> torch.Tensor:
         """The mean as float32, expanded to one frame of `shape` (C, H, W) and in frame_layout: what a torso's input
-        subtracts. Kept between calls while the sums stay as they are (their version counters: an update or a
-        load_state_dict moves them), so the rollout's steps do not compute it anew for each batch of frames."""
-        if torch.compiler.is_compiling():  # a compiled graph keeps no Python state: the mean computed in it
-            return frame_layout(self.mean().float().expand(1, *shape))
-        key = (self.sum._version, self.count._version, self.sum.data_ptr(), tuple(shape))
-        if self._frame_mean_key != key:
-            self._frame_mean_key, self._frame_mean = key, frame_layout(self.mean().float().expand(1, *shape))
-        return self._frame_mean
+        subtracts (kept, _keep)."""
+        return self._keep("frame_mean", lambda: frame_layout(self.mean().float().expand(1, *shape)), tuple(shape))
 
     def mean_std(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(mean, std), float64, std = sqrt(max(E[x^2] - mean^2, 1e-2)); kept between calls while the sums stay as
-        they are (as frame_mean), so acting and the update's minibatches do not compute them anew each call."""
-        if not torch.compiler.is_compiling():
-            key = (self.sum._version, self.sumsq._version, self.count._version, self.sum.data_ptr())
-            if self._mean_std_key == key:
-                return self._mean_std
-        mean = self.mean()
-        std = torch.sqrt(torch.clamp(self.sumsq / self.count - mean.square(), min=1e-2))
-        if not torch.compiler.is_compiling():
-            self._mean_std_key, self._mean_std = key, (mean, std)
-        return mean, std
+        """(mean, std), float64, std = sqrt(max(E[x^2] - mean^2, 1e-2)) (kept, _keep)."""
+        def compute():
+            mean = self.mean()
+            return mean, torch.sqrt(torch.clamp(self.sumsq / self.count - mean.square(), min=1e-2))
+        return self._keep("mean_std", compute)
 
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         """clip((x - mean) / std, -5, 5), as float32."""
