@@ -45,10 +45,10 @@ class UpdatePass:
         self.bf16 = precision == "bf16"
         self.compiled: dict[Callable, Callable] | None = {} if compile else None  # fn -> torch.compile(fn)
         self.state = "untried" if compile else "eager"  # --compile: -> "compiled" or "failed"
-        self.tried: set[Callable] = set()  # the functions whose trial ran
 
     def forward(self, obs, actions, starts, memory0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """policy.evaluate in the update's precision: under bfloat16 autocast with bf16 (the torsos' convolutions follow it)."""
+        """policy.evaluate in the update's precision: under bfloat16 autocast with bf16 (the torsos' convolutions
+        follow it)."""
         if not self.bf16:
             return self.policy.evaluate(obs, actions, starts, memory0)
         with torch.autocast(self.device_type, dtype=torch.bfloat16):
@@ -64,10 +64,8 @@ class UpdatePass:
         with --compile fn compiled as a whole (its backward too, when its outputs are differentiated)."""
         if self.state in ("untried", "compiled"):
             compiled = self.compiled.get(fn)
-            if compiled is None:
+            if compiled is None:  # fn's first call: compiled, then its trial
                 compiled = self.compiled[fn] = torch.compile(functools.partial(fn, self.forward), backend=self.backend)
-            if fn not in self.tried:
-                self.tried.add(fn)
                 self._attempt(self._trial, compiled, args)
             if self.state == "compiled":  # a new minibatch size (or grad mode) recompiles: that may fail too
                 result = self._attempt(lambda c, a: c(*a), compiled, args)
