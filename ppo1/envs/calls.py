@@ -37,7 +37,7 @@ class CallTimer(Ticker):
 
     def __init__(self, timeout: float, rank: int = 0, say: Callable[[str], None] = _say,
                  find: Callable[[list[int]], list[int]] = children.below,
-                 end: Callable[[list[int]], list[int]] = children.kill, clock: Callable[[], float] = time.monotonic):
+                 end: Callable[[list[int]], None] = children.kill, clock: Callable[[], float] = time.monotonic):
         """find: the live processes (with those below them) of the pids an env started; end: kill them."""
         self.timeout, self.rank = timeout, rank
         self.venv = None

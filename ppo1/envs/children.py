@@ -157,13 +157,10 @@ def below(pids) -> list[int]:
     return list(dict.fromkeys(q for p in pids if p in mine for q in (p, *descendants(p))))
 
 
-def kill(pids) -> list[int]:
-    """SIGKILL each of `pids` (below(...)'s). Returns the pids signalled."""
-    killed = []
+def kill(pids) -> None:
+    """SIGKILL each of `pids` (below(...)'s) that is still there."""
     for p in pids:
         try:
             os.kill(p, signal.SIGKILL)
-            killed.append(p)
         except OSError:
             pass
-    return killed
