@@ -82,19 +82,15 @@ class Adam:
                                      "exp_avg_sq": torch.zeros_like(p)}
         counts = [self.state[i]["step"] for i, _ in live]
         torch._foreach_add_(counts, 1)
+        tensors = ([p for _, p in live], [p.grad for _, p in live], [self.state[i]["exp_avg"] for i, _ in live],
+                   [self.state[i]["exp_avg_sq"] for i, _ in live])  # params, grads, exp_avgs, exp_avg_sqs
         if self.fused:
-            torch._fused_adam_([p for _, p in live], [p.grad for _, p in live],
-                               [self.state[i]["exp_avg"] for i, _ in live],
-                               [self.state[i]["exp_avg_sq"] for i, _ in live], [], counts, amsgrad=False,
-                               lr=group["lr"], beta1=group["betas"][0], beta2=group["betas"][1], weight_decay=0.0,
-                               eps=group["eps"], maximize=False)
+            torch._fused_adam_(*tensors, [], counts, amsgrad=False, lr=group["lr"], beta1=group["betas"][0],
+                               beta2=group["betas"][1], weight_decay=0.0, eps=group["eps"], maximize=False)
             return
         steps = {count.item() for count in counts}
         if len(steps) == 1:  # the common case, every parameter at the same step: one call per operation
-            foreach_adam_step([p for _, p in live], [p.grad for _, p in live],
-                              [self.state[i]["exp_avg"] for i, _ in live],
-                              [self.state[i]["exp_avg_sq"] for i, _ in live], steps.pop(), group["lr"],
-                              group["betas"], group["eps"])
+            foreach_adam_step(*tensors, steps.pop(), group["lr"], group["betas"], group["eps"])
             return
         for i, p in live:
             s = self.state[i]

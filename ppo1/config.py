@@ -266,8 +266,8 @@ class Config:
         "(bf16 where every rank's device has it, else fp32); may differ on resume",
         "bf16 needs AVX512-BF16 or AMX-BF16 on a CPU, bfloat16 support on a GPU (refused elsewhere). bf16: the torso's convolutions in bfloat16 in the update's forward and backward, and "
         "in the pass that takes pi_old for it, so its first ratio is exactly 1; the torso's hidden layer, heads, "
-        "loss, Adam and the rollouts stay float32. auto: bf16 where every rank's device has it in hardware and the policy has a "
-        "CNN, else fp32; config.json holds the choice.")
+        "loss, Adam and the rollouts stay float32. auto: bf16 where every rank's device has it in hardware and the "
+        "policy has a CNN, else fp32; config.json holds the choice.")
 
     # ------------------------------------------------------------------ derived
     @property
