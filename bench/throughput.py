@@ -180,8 +180,8 @@ def scenario_config(s: Scenario, args: argparse.Namespace, workdir: str, run: st
     scenario's settings, and the bench's own (a fresh run in `workdir`, no intermediate checkpoints)."""
     from ppo1.config import Config
     bench = {"num_threads": args.num_threads, "seed": 0, "checkpoint_dir": workdir, "model_name": run,
-             "save_interval": 10**9, "device": args.device, "compile": args.compile, "precision": args.precision,
-             "rnn": s.rnn, "wandb": args.wandb}
+             "save_interval": 10**9, "device": args.device, "compile": args.compile, "rnn": s.rnn, "wandb": args.wandb,
+             **({"precision": args.precision} if args.precision else {})}  # else the preset's (fast: auto) or fp32
     if s.preset:
         config = Config.for_preset(s.preset, n_ranks=s.ranks, env_name=args.env_name, **bench)
         made = (config.envs_per_rank, config.model_type, config.optim_epochs, config.optim_batchsize,
@@ -230,6 +230,8 @@ def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
         out = json.load(f)
     with open(os.path.join(workdir, run, "progress.csv"), newline="", encoding="utf-8") as f:
         rows = [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
+    with open(os.path.join(workdir, run, "config.json"), encoding="utf-8") as f:
+        precision = json.load(f)["precision"]  # what the run trained in (auto resolved on this machine)
     end = rows[args.warmup + args.iterations - 1]
     begin = rows[args.warmup - 1] if args.warmup > 0 else {k: 0.0 for k in end}
     d = {k: end[k] - begin[k] for k in end if k == "timesteps" or k.startswith("time_")}
@@ -240,7 +242,8 @@ def run_training(s: Scenario, args: argparse.Namespace, workdir: str) -> dict:
     minibatches = args.iterations * s.epochs * -(-s.horizon // s.minibatch)
     transfer = ranks[0].get("allreduce_transfer_seconds")
     return {
-        "scenario": dataclasses.asdict(s), "label": s.label, "actors": s.actors,
+        "scenario": dataclasses.asdict(s), "label": s.label + (" bf16" if precision == "bf16" else ""),
+        "precision": precision, "actors": s.actors,
         "warmup": args.warmup, "iterations": args.iterations, "steps": d["timesteps"], "seconds": wall,
         "sps": d["timesteps"] / wall,
         "share": shares(d, wall),
@@ -291,10 +294,10 @@ def _pct(x: float) -> str:
 def format_report(report: dict) -> str:
     lines = [f"ppo1 throughput: {report['env_name']}, {report['cores']} cores, torch {report['torch']}, "
              f"--device {report.get('device', 'auto')}{' --compile' if report.get('compile') else ''}"
-             f"{' --precision ' + report['precision'] if report.get('precision', 'fp32') != 'fp32' else ''}, "
+             f"{' --precision ' + report['precision'] if report.get('precision') else ''}, "
              f"{report['warmup']} warm-up + {report['iterations']} timed iterations, "
              f"load {report['load_start'][0]:.2f} at start, {report['load_end'][0]:.2f} at end", ""]
-    head = (f"{'scenario':<9} {'setting':<30} {'SPS':>6} {'env':>4} {'infer':>5} {'update':>6} {'stats':>5} {'other':>5} "
+    head = (f"{'scenario':<9} {'setting':<34} {'SPS':>6} {'env':>4} {'infer':>5} {'update':>6} {'stats':>5} {'other':>5} "
             f"{'allred/upd':>10} {'xfer/upd':>8} {'RSS MB/rank':>12} {'ideal':>6} {'ratio':>5} {'runs (SPS)':>16} {'other load':>10}")
     lines += [head, "-" * len(head)]
     for r in report["runs"]:
@@ -306,7 +309,7 @@ def format_report(report: dict) -> str:
         xfer = "-" if r["allreduce_transfer_share_of_update"] is None else _pct(r["allreduce_transfer_share_of_update"])
         ideal = f"{r['ideal_sps']:.0f}" if lim else "-"
         ratio = f"{r['sps'] / r['ideal_sps']:.2f}" if lim else "-"
-        lines.append(f"{r['scenario']['name']:<9} {r['label']:<30} {r['sps']:>6.0f} {_pct(sh['env']):>4} "
+        lines.append(f"{r['scenario']['name']:<9} {r['label']:<34} {r['sps']:>6.0f} {_pct(sh['env']):>4} "
                      f"{_pct(sh['inference']):>5} {_pct(sh['update']):>6} {_pct(sh['statistics']) if 'statistics' in sh else '-':>5} "
                      f"{_pct(sh['other']):>5} {allred:>10} {xfer:>8} "
                      f"{rss:>12} {ideal:>6} {ratio:>5} {'/'.join(f'{x:.0f}' for x in r['sps_runs']):>16} "
@@ -391,8 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="auto", help="ppo1's --device for every rank (default: %(default)s)")
     p.add_argument("--compile", action="store_true", help="ppo1's --compile (torch.compile the training forward)")
     p.add_argument("--rnn", choices=RNN_CHOICES, default="none", help="ppo1's --rnn (default: %(default)s)")
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
-                   help="ppo1's --precision (bf16: the update's CNN torso in bfloat16)")
+    p.add_argument("--precision", choices=PRECISIONS, default=None,
+                   help="ppo1's --precision (bf16: the update's CNN torso in bfloat16; default: the scenario's preset's, "
+                        "train's auto, else fp32)")
     p.add_argument("--wandb", action="store_true", help="ppo1's --wandb (offline without W&B credentials): its cost "
                    "is the SPS beside a run without, and in `other`")
     p.add_argument("--iterations", type=int, default=10, help="timed iterations (default: %(default)s)")

@@ -14,8 +14,8 @@ import traceback
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
-from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MACHINE_FIELDS, MODEL_TYPES, REWARD_CLIPS,
-                         PRECISIONS, RNN_CHOICES, RNN_CRITICS, Config, preset_values)
+from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MODEL_TYPES, REWARD_CLIPS,
+                         PRECISIONS, RNN_CHOICES, RNN_CRITICS, Config, machine_defaults, preset_values)
 from ppo1.presets import PRESET_HELP, PRESETS
 from ppo1.launch import HeldInterrupt, say_error_before_mpi, say_interrupted_while_starting
 
@@ -188,7 +188,8 @@ def build_config(args: argparse.Namespace, n_ranks: int = 1, spares=None) -> Con
     base = Config()
     if not getattr(args, "fresh", False) and os.path.exists(os.path.join(run_dir, "config.json")):
         from ppo1.checkpoint import load_config
-        base = dataclasses.replace(load_config(run_dir), **{n: getattr(Config, n) for n in MACHINE_FIELDS})
+        saved = load_config(run_dir)
+        base = dataclasses.replace(saved, **machine_defaults(saved.preset))
         if given.get("preset", base.preset) != base.preset:
             raise PPO1Error(f"--preset={given['preset']} differs from the run's preset {base.preset!r} "
                             f"({run_dir}); give --fresh to start a new run with it")

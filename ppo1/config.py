@@ -25,8 +25,8 @@ FRAME_NORMS = ("scale", "center")
 REWARD_CLIPS = ("auto", "sign", "none")
 DISTRIBUTION_MODES = ("easy", "hard", "extreme", "memory", "exploration")  # Procgen's
 
-# Settings of the machine, not of the run: a resumed run takes them from its command line (or the
-# defaults), never from the config.json of the checkpoint, so a run moves between GPU and CPU boxes.
+# Settings of the machine, not of the run: a resumed run takes them from its command line (or its preset's
+# defaults, machine_defaults), never from the config.json of the checkpoint, so a run moves between GPU and CPU boxes.
 MACHINE_FIELDS = ("device", "compile", "precision")
 
 # Keys that config.json files and checkpoints of older ppo1 versions hold and that are read and dropped
@@ -263,7 +263,7 @@ class Config:
         "needs a C compiler at run time; falls back to eager with a notice if compiling fails)")
     precision: str = setting("fp32",
         "the update's CNN torso: fp32, bf16 (torch.autocast; where every rank's device has it in hardware) or auto "
-        "(bf16 where every rank's device has it, else fp32); may differ on resume",
+        "(bf16 where every rank's device has it, else fp32; --preset fast's); may differ on resume",
         "bf16 needs AVX512-BF16 or AMX-BF16 on a CPU, bfloat16 support on a GPU (refused elsewhere). bf16: the torso's convolutions in bfloat16 in the update's forward and backward, and "
         "in the pass that takes pi_old for it, so its first ratio is exactly 1; the torso's hidden layer, heads, "
         "loss, Adam and the rollouts stay float32. auto: bf16 where every rank's device has it in hardware and the "
@@ -552,6 +552,12 @@ def rnn_minibatches(samples: int, size: int, seq_len: int) -> tuple[int, int]:
     chunks = samples // seq_len
     count = min(samples // size, chunks)
     return chunks // count, count
+
+
+def machine_defaults(preset: str) -> dict:
+    """The settings of the machine (MACHINE_FIELDS) a run of `preset` takes when its command line leaves them:
+    the preset's (fast: --precision auto), else the Config defaults. A resumed run resolves them anew."""
+    return {name: PRESETS.get(preset, {}).get(name, getattr(Config, name)) for name in MACHINE_FIELDS}
 
 
 def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:

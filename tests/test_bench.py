@@ -19,6 +19,7 @@ def test_throughput_reports_sps_time_split_rss_and_limits(tmp_path):
     (run,) = report["runs"]
     assert run["scenario"]["ranks"] == 2 and run["actors"] == 2
     assert run["steps"] == 32 and run["sps"] > 0
+    assert run["precision"] == "fp32" and "bf16" not in run["label"]  # the paper's default, read from the run
     assert set(run["share"]) == {"env", "inference", "update", "statistics", "other", "other_parts"}
     parts = run["share"]["other_parts"]  # every part of the loop timed; how small "outside" is, is the bench's to say
     assert set(parts) == {"bookkeeping", "advantages", "logging", "checkpoint", "evaluation", "outside"}
@@ -282,3 +283,5 @@ def test_throughput_train_scenario_is_make_trains_config():
     assert {k: v for k, v in made.items() if k not in bench_fields} == \
         {k: v for k, v in expected.items() if k not in bench_fields}
     assert made["save_interval"] == 10**9 and made["checkpoint_dir"] == "/tmp/bench-dir"
+    assert made["precision"] == "auto"  # fast's own unless --precision is given
+    assert scenario_config(TRAIN, build_parser().parse_args(["--precision", "fp32"]), "/tmp/d", "r")["precision"] == "fp32"

@@ -2,6 +2,7 @@
 
 CPU-only CI runs everything but the tests marked `cuda`, which need a GPU and run where torch sees one.
 """
+import dataclasses
 import json
 import os
 import re
@@ -153,6 +154,18 @@ def test_precision_auto_resolves_on_this_machine_is_saved_and_is_a_setting_of_th
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "b" / "config.json").read_text())["precision"] == "fp32"
     assert "ppo1: done: 512 steps in 2 iterations" in r.stdout
+
+
+def test_fast_trains_at_precision_auto_and_a_resumed_fast_run_resolves_it_again(tmp_path):
+    from ppo1.cli import build_config, build_parser
+    where = ["--checkpoint_dir", str(tmp_path), "--model_name", "f"]
+    fresh = build_config(build_parser().parse_args(["--preset", "fast", *where]))
+    assert fresh.precision == "auto" and Config.for_preset("paper").precision == "fp32"
+    (tmp_path / "f").mkdir()
+    saved = dataclasses.replace(fresh, precision="bf16")  # config.json holds what auto resolved to on its machine
+    (tmp_path / "f" / "config.json").write_text(saved.to_json())
+    assert build_config(build_parser().parse_args(where)).precision == "auto"  # the preset's, resolved anew
+    assert build_config(build_parser().parse_args(["--precision", "fp32", *where])).precision == "fp32"
 
 
 def test_bf16_is_refused_for_mlp_policies():
