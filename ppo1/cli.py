@@ -16,7 +16,7 @@ from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
 from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MODEL_TYPES, REWARD_CLIPS,
                          PRECISIONS, RNN_CHOICES, RNN_CRITICS, Config, machine_defaults, preset_values)
-from ppo1.presets import PRESET_HELP, PRESETS
+from ppo1.presets import ALL_PRESETS, PRESET_HELP
 from ppo1.launch import HeldInterrupt, say_error_before_mpi, say_interrupted_while_starting
 
 def _whole(text: str) -> int:
@@ -119,7 +119,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
 _CHOICES = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "precision": PRECISIONS,
             "frame_norm": FRAME_NORMS, "distribution_mode": DISTRIBUTION_MODES, "clip_reward": REWARD_CLIPS,
             "rnn": RNN_CHOICES, "rnn_critic": RNN_CRITICS,
-            "preset": (*PRESETS, "mujoco", "ppo_lstm", "procgen")}
+            "preset": tuple(ALL_PRESETS)}
 
 
 def _field_kwargs(f: dataclasses.Field, default) -> dict:

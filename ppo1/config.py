@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_ENVS_PER_RANK, MAX_EPISODES, MAX_FRAMES
-from ppo1.presets import (FRAME_FLAGS, PRESETS, PROCGEN_PRESET, RECURRENT_VECTOR, RECURRENT_VECTOR_ACTORS,
+from ppo1.presets import (ALL_PRESETS, FRAME_FLAGS, PRESETS, PROCGEN_PRESET, RECURRENT_VECTOR, RECURRENT_VECTOR_ACTORS,
                            VECTOR_DEFAULTS, fast_budget, fast_envs_per_rank, fast_optim_batchsize)
 
 MODEL_TYPES = ("small", "large", "impala", "mlp")
@@ -423,7 +423,7 @@ class Config:
         one_of("distribution_mode", DISTRIBUTION_MODES)
         one_of("clip_reward", REWARD_CLIPS)
         one_of("adv_norm", ADV_NORMS)
-        if self.preset not in PRESETS and self.preset not in ("mujoco", "ppo_lstm", "procgen"):
+        if self.preset not in ALL_PRESETS:
             bad("preset", f"one of {', '.join(PRESETS)}, procgen")
         for f in dataclasses.fields(self):  # every on/off setting
             if f.type == "bool" and not isinstance(getattr(self, f.name), bool):
@@ -557,7 +557,7 @@ def rnn_minibatches(samples: int, size: int, seq_len: int) -> tuple[int, int]:
 def machine_defaults(preset: str) -> dict:
     """The settings of the machine (MACHINE_FIELDS) a run of `preset` takes when its command line leaves them:
     the preset's (fast: --precision auto), else the Config defaults. A resumed run resolves them anew."""
-    return {name: PRESETS.get(preset, {}).get(name, getattr(Config, name)) for name in MACHINE_FIELDS}
+    return {name: ALL_PRESETS.get(preset, {}).get(name, getattr(Config, name)) for name in MACHINE_FIELDS}
 
 
 def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:

@@ -127,5 +127,8 @@ def fast_optim_batchsize(actors: int, horizon: int, envs_per_rank: int = 1) -> i
 # envs take the Atari presets (the same CNNs on stacks of 84x84 gray frames), vector envs mujoco and ppo_lstm,
 # Procgen its own.
 VECTOR_PRESETS = {"mujoco": VECTOR_DEFAULTS, "ppo_lstm": RECURRENT_VECTOR}
+# Every preset by name, with the values it sets (config.preset_values adds those that depend on the game and the
+# actors).
+ALL_PRESETS = {**PRESETS, **VECTOR_PRESETS, "procgen": PROCGEN_PRESET}
 # The flags of the image preprocessing (the `pixels` family's): refused for a family that takes none.
 FRAME_FLAGS = ("frame_skip", "frame_size", "frame_upscale", "frame_gray", "frame_stack", "obs_key", "obs_vectors")
