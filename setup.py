@@ -42,9 +42,9 @@ setup(
         "retro": ["stable-retro>=1.0,<2"],
         # --wandb: training logs to Weights & Biases (offline into the run directory without credentials)
         "wandb": ["wandb>=0.19,<1"],
-        # `python -m bench.throughput --compare sb3`, bench.reference (sb3-contrib: its --rnn side); needs no
-        # other torch than the one installed
-        "bench": ["stable-baselines3>=2.3,<3", "sb3-contrib>=2.3,<3"],
+        # `python -m bench.throughput --compare sb3`, bench.reference (sb3-contrib: its --rnn side), POPGym's memory
+        # tasks for bench.learning; needs no other torch than the one installed
+        "bench": ["stable-baselines3>=2.3,<3", "sb3-contrib>=2.3,<3", "popgym>=1.0,<2"],
     },
     # `ppo1 ARGS`, as `python -m ppo1 ARGS` and `python -m run_atari ARGS`
     entry_points={"console_scripts": ["ppo1=ppo1.__main__:main"]},

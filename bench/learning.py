@@ -38,6 +38,16 @@ BENCHMARKS = {
     # memory (issue 63): CartPole with its velocities hidden, --rnn lstm and the preset it picks (ppo_lstm:
     # 8 actors); `-- --preset ppo_lstm --rnn none` is the same run without memory
     "cartpole-novel": ("bench.cartpole_novel:make_env", 2, 4, 100_000, ["--rnn", "lstm"]),
+    # memory (bench/cue.py): a cue seen once, recalled 16 or 48 steps later, on a 24x24 screen or as 2 numbers;
+    # --rnn lstm and what it brings (8 actors on images, ppo_lstm on vectors); `-- --rnn none` is chance (0.5)
+    "cue-screen-16": ("bench.cue:screen", 2, 4, 100_000, ["--env_kwargs", '{"delay": 16}', "--rnn", "lstm"]),
+    "cue-screen-48": ("bench.cue:screen", 2, 4, 200_000, ["--env_kwargs", '{"delay": 48}', "--rnn", "lstm"]),
+    "cue-vector-16": ("bench.cue:vector", 2, 4, 100_000, ["--env_kwargs", '{"delay": 16}', "--rnn", "lstm"]),
+    "cue-grid-16": ("bench.cue:grid", 2, 4, 100_000, ["--env_kwargs", '{"delay": 16}', "--rnn", "lstm"]),
+    # POPGym (pip install popgym, in the bench extra): memory tasks of its benchmark, --rnn lstm (ppo_lstm's settings)
+    "popgym-count-recall-easy": ("popgym:popgym-CountRecallEasy-v0", 2, 4, 100_000, ["--rnn", "lstm"]),
+    "popgym-position-only-cartpole-easy": ("popgym:popgym-PositionOnlyCartPoleEasy-v0", 2, 4, 100_000,
+                                           ["--rnn", "lstm"]),
     # ViZDoom (the vizdoom extra): its ids' own defaults (the vizdoom preset, frame skip 4), 8 actors
     "vizdoom-basic": ("VizdoomBasic-v1", 2, 4, 100_000, []),
     "vizdoom-defend-center": ("VizdoomDefendCenter-v1", 2, 4, 300_000, []),

@@ -73,7 +73,7 @@ def train_sps(config, samples: int, minibatch: int, seconds: float) -> float:
     from ppo1.device import make_adam
     from ppo1.distributed import Comm
     from ppo1.observations import Obs
-    from ppo1.policies import frame_layout
+    from ppo1.torsos import frame_layout
     from ppo1.ppo import Hyper, update
     from ppo1.rollout import Batch
     from ppo1.update_pass import UpdatePass

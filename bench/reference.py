@@ -9,6 +9,9 @@
     python -m bench.reference --preset vizdoom --env_name VizdoomBasic-v1 --steps 1e5 --set env_steps=100000 \
         --only sb3 --ppo1_run assets/vizdoom/basic-vizdoom --out assets/reference/vizdoom-basic
                                                        # SB3 beside a ppo1 run that bench.learning made
+    python -m bench.reference --env_name bench.cue:screen --set env_kwargs='{"delay": 16}' --set rnn=lstm \
+        --steps 1e5 --only sb3 --sb3_defaults --ppo1_run checkpoints/bench-cue-screen-16 --out assets/reference/cue
+                                                       # RecurrentPPO at its own defaults beside a ppo1 --rnn run
     python -m bench.reference --preset ppo_lstm --env_name tests.maskenv:make --set env_kwargs='{"mode": "method"}' \
         --set env_steps=100000 --steps 1e5 --out assets/reference/maskenv-method
                                                        # an env that masks its actions: sb3-contrib's MaskablePPO
@@ -149,7 +152,8 @@ def run_sb3(config, steps: int, seed: int, out: str, vec: str = "dummy") -> dict
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
     from ppo1.device import cpu_count
-    from ppo1.policies import CnnPolicy, normc_
+    from ppo1.policies import CnnPolicy
+    from ppo1.torsos import normc_
 
     gymnasium.register_envs(ale_py)
     ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
@@ -218,6 +222,44 @@ def run_sb3_recurrent(config, steps: int, seed: int, out: str) -> dict:
     return _learn_logged(model, env, steps, out)
 
 
+def run_sb3_recurrent_defaults(config, steps: int, seed: int, out: str) -> dict:
+    """sb3-contrib's RecurrentPPO with its own defaults (n_steps 128, batch 128, 10 epochs, step size 3e-4, clip
+    0.2, gamma 0.99, lambda 0.95, c1 0.5, c2 0, gradient clip 0.5, an LSTM of 256 for the actor and one for the
+    critic) on ACTORS envs of `config.env_name`: MlpLstmPolicy on vector observations (as they come: its defaults
+    normalise nothing), CnnLstmPolicy on images with ppo1's small CNN as its features extractor (its NatureCNN
+    needs 36 px; frames / 255 as its default), ppo1's image preprocessing (_sb3_envs; --frame_stack as the config
+    says). What a user of sb3-contrib gets without tuning; logs the last-100 mean of its games as run_sb3."""
+    import torch
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+
+    from ppo1.device import cpu_count
+    from ppo1.envref import resolve
+    from ppo1.torsos import cnn_torso
+
+    torch.set_num_threads(cpu_count())
+    if config.model_type == "mlp":
+        ref = resolve(config.env_name, config.env_kwargs)
+        env, policy, kwargs = make_vec_env(lambda: ref.make(None), n_envs=ACTORS, seed=seed), "MlpLstmPolicy", {}
+    else:
+        class Torso(BaseFeaturesExtractor):
+            """ppo1's small CNN (any image of 20 px or more)."""
+
+            def __init__(self, observation_space):
+                torso, features = cnn_torso("small", observation_space.shape)
+                super().__init__(observation_space, features_dim=features)
+                self.torso = torso
+
+            def forward(self, obs):
+                return self.torso(obs)
+
+        env, policy = _sb3_envs(config, seed), "CnnLstmPolicy"
+        kwargs = {"policy_kwargs": {"features_extractor_class": Torso}}
+    model = RecurrentPPO(policy, env, seed=seed, device="cpu", verbose=0, **kwargs)
+    return _learn_logged(model, env, steps, out)
+
+
 def action_mask_kind(config) -> str | None:
     """How `config.env_name`'s env gives its valid actions, as ppo1 (ppo1.envs.masks.ActionMasks) and MaskablePPO
     read them: "dict" (a Dict observation with an `action_mask` entry), "method" (an `action_masks()` method), or
@@ -254,7 +296,7 @@ def run_sb3_maskable(config, steps: int, seed: int, out: str) -> dict:
     from ppo1.device import cpu_count
     from ppo1.envref import resolve
     from ppo1.envs.masks import without_mask
-    from ppo1.policies import normc_
+    from ppo1.torsos import normc_
 
     kind = action_mask_kind(config)
     if kind is None:
@@ -510,6 +552,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sb3_vec", choices=("dummy", "subproc"), default="dummy",
                    help="SB3's envs in its own process (DummyVecEnv) or one process each (SubprocVecEnv: "
                         "stable-retro, one emulator per process); on envs other than Atari")
+    p.add_argument("--sb3_defaults", action="store_true",
+                   help="SB3's side: sb3-contrib RecurrentPPO with its own defaults (run_sb3_recurrent_defaults), not "
+                        "ppo1's settings")
     p.add_argument("--ppo1_run", metavar="DIR",
                    help="with --only sb3: ppo1's curve (ppo1.csv) from a run this benchmark did not start, the "
                         "progress.csv in DIR (a run folder, or a results folder of bench.learning)")
@@ -541,7 +586,9 @@ def main(argv: list[str] | None = None) -> int:
         if config.frame_norm != "scale":  # SB3's CnnPolicy divides by 255; the Torso above reads what it gets
             print(f"bench.reference: SB3 reads frames / 255 where ppo1 runs --frame_norm {config.frame_norm}; "
                   "--set frame_norm=scale gives both the same input", flush=True)
-        if config.rnn != "none":
+        if args.sb3_defaults:
+            s = run_sb3_recurrent_defaults(config, args.steps, args.seed, out)
+        elif config.rnn != "none":
             s = run_sb3_recurrent(config, args.steps, args.seed, out)
         elif config.model_type == "mlp" and action_mask_kind(config):  # a vector env that masks its actions
             s = run_sb3_maskable(config, args.steps, args.seed, out)

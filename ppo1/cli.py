@@ -14,7 +14,7 @@ import traceback
 
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
-from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_NORMS, INITS, MODEL_TYPES, REWARD_CLIPS,
+from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_CODES, FRAME_NORMS, INITS, MODEL_TYPES, REWARD_CLIPS,
                          PRECISIONS, RNN_CHOICES, RNN_CRITICS, Config, machine_defaults, preset_values)
 from ppo1.presets import ALL_PRESETS, PRESET_HELP
 from ppo1.launch import HeldInterrupt, say_error_before_mpi, say_interrupted_while_starting
@@ -96,7 +96,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "what to train": ("mode", "env_name", "env_kwargs", "preset", "env_steps", "seed", "num_levels", "start_level",
                       "distribution_mode"),
     "image observations (envs other than Atari and Procgen)": ("frame_skip", "frame_size", "frame_upscale",
-                                                               "frame_gray", "frame_stack", "obs_key", "obs_vectors"),
+                                                               "frame_gray", "frame_stack", "frame_codes", "obs_key",
+                                                               "obs_vectors"),
     "PPO hyperparameters": (
         "timesteps_per_actorbatch", "optim_epochs", "optim_batchsize", "optim_stepsize", "anneal_lr",
         "adam_epsilon", "lr_warmup", "target_kl", "epsilon", "anneal_clip", "gamma", "lam", "ent_coef",
@@ -117,7 +118,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 _CHOICES = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "precision": PRECISIONS,
-            "frame_norm": FRAME_NORMS, "distribution_mode": DISTRIBUTION_MODES, "clip_reward": REWARD_CLIPS,
+            "frame_norm": FRAME_NORMS, "frame_codes": FRAME_CODES, "distribution_mode": DISTRIBUTION_MODES,
+            "clip_reward": REWARD_CLIPS,
             "rnn": RNN_CHOICES, "rnn_critic": RNN_CRITICS,
             "preset": tuple(ALL_PRESETS)}
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_ENVS_PER_RANK, MAX_EPISODES, MAX_FRAMES
 from ppo1.presets import (ALL_PRESETS, FRAME_FLAGS, PRESETS, PROCGEN_PRESET, RECURRENT_VECTOR, RECURRENT_VECTOR_ACTORS,
-                           VECTOR_DEFAULTS, fast_budget, fast_envs_per_rank, fast_optim_batchsize)
+                           VECTOR_DEFAULTS, fast_budget, fast_envs_per_rank, fast_optim_batchsize, recurrent_overlay)
 
 MODEL_TYPES = ("small", "large", "impala", "mlp")
 
@@ -19,9 +19,8 @@ ADV_NORMS = ("batch", "minibatch")
 PRECISIONS = ("fp32", "bf16", "auto")
 RNN_CHOICES = ("none", "lstm", "gru")  # --rnn: no recurrent core, or the kind of the policy's (policies.RecurrentCore)
 RNN_CRITICS = ("shared", "separate")  # --rnn_critic: the value head reads the policy's core, or a core of its own
-AUTO_BPTT = 32  # --bptt_len 0: the largest divisor of T up to this (T itself when T <= AUTO_BPTT) ...
-MIN_AUTO_BPTT = 8  # ... and from this: shorter chunks cut backprop through time short, so only on request
 FRAME_NORMS = ("scale", "center")
+FRAME_CODES = ("auto", "on", "off")
 REWARD_CLIPS = ("auto", "sign", "none")
 DISTRIBUTION_MODES = ("easy", "hard", "extreme", "memory", "exploration")  # Procgen's
 
@@ -124,6 +123,12 @@ class Config:
         "vector, normalised by its running mean and std. New runs of such envs "
         "have it on (their preset sets it); off, the field's default, is what a config.json without the "
         "setting loads as.")
+    frame_codes: str = setting("off",
+        "image-observation envs other than Atari and Procgen: images as codes (the numbers they are, not / 255): "
+        "auto (integers whose space's high bound is 31 or less), on, off",
+        "Codes are never resized nor grayed. For symbolic views whose values are ids (object, colour, state) rather than intensities. New runs of such "
+        "envs have auto (their preset sets it); off, the field's default, is what a config.json without the setting "
+        "loads as.")
     model_type: str = setting("small",
         "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN) or "
         "mlp (2x64 tanh, for vector observations; the default there)",
@@ -139,9 +144,10 @@ class Config:
         "--rnn: the value head reads the policy's core (shared) or a core of its own on the same features "
         "(separate: ppo_lstm's, sb3-contrib RecurrentPPO's default; the state doubles)")
     bptt_len: int = setting(0,
-        "--rnn: the update replays each env's steps in chunks of this many (backprop through time within one); "
-        "it divides T; 0 = T's largest divisor from 8 to 32 (T <= 32: T)",
-        "The chunks fill as many minibatches as the update has without --rnn.")
+        "--rnn: the update replays each env's steps in sequences of this many (backprop through time within one); "
+        "it divides T; 0 = T, each env's whole rollout one sequence",
+        "A dependency longer than a sequence gets no gradient (a cue 48 steps before its answer needs more than 48). "
+        "The sequences fill as many minibatches as the update has without --rnn, at most one per sequence.")
     model_name: str = setting("model-ppo1-defaults",
         "name of the run: its files live in checkpoint_dir/model_name/")
     checkpoint_dir: str = setting("checkpoints", "directory holding one sub-directory per run")
@@ -289,28 +295,12 @@ class Config:
         return self.clip_reward == "sign" or (self.clip_reward == "auto" and family.sign_rewards)
 
     def seq_len(self) -> int:
-        """The steps of a chunk the update replays with --rnn: --bptt_len, or auto_bptt(T) (validate refuses
-        --rnn where there is none); 1 without --rnn (no chunks)."""
+        """The steps of a sequence the update replays with --rnn: --bptt_len, or 0: T, each env's whole rollout (the
+        longest a gradient can reach back: a cue seen 48 steps before its answer needs sequences longer than 48);
+        1 without --rnn (no sequences)."""
         if self.rnn == "none":
             return 1
-        return self.bptt_len or auto_bptt(self.timesteps_per_actorbatch)
-
-    def rnn_update_line(self) -> str:
-        """--rnn: the update's realised minibatches per rank and epoch (rnn_minibatches), beside a feed-forward
-        run's at the same flags: one line for the start of a run (rank 0)."""
-        horizon, length = self.timesteps_per_actorbatch, self.seq_len()
-        samples, size = horizon * self.envs_per_rank, self.optim_batchsize * self.envs_per_rank
-        chunks, feed_forward = samples // length, samples // size
-        per, count = rnn_minibatches(samples, size, length)
-        line = (f"ppo1: --rnn {self.rnn}: chunks of {length} steps{'' if self.bptt_len else ' (automatic)'}; "
-                f"each epoch {count} minibatch{'es' * (count != 1)} of {per} chunk{'s' * (per != 1)} x {length} "
-                f"steps = {per * length} samples per rank")
-        if count < feed_forward:  # the rank's steps hold fewer chunks than a feed-forward run takes minibatches
-            fits = max(d for d in range(1, length) if horizon % d == 0 and samples // d >= feed_forward)
-            return (line + f", fewer than the {feed_forward} of {size} samples without --rnn: the rank's {samples} "
-                    f"steps hold {chunks} chunks (--bptt_len {fits} or more --envs_per_rank give as many)")
-        line += ", as many as without --rnn"
-        return line + (f" (each epoch leaves out {chunks % count} of the {chunks} chunks)" if chunks % count else "")
+        return self.bptt_len or self.timesteps_per_actorbatch
 
     def ent_coef_at(self, alpha: float) -> float:
         """The entropy coefficient c2 at annealing factor alpha."""
@@ -390,16 +380,7 @@ class Config:
         whole("bptt_len", "a whole number >= 0 (0 = automatic)")
         if self.bptt_len and self.timesteps_per_actorbatch % self.bptt_len:
             raise PPO1Error(f"--bptt_len={self.bptt_len} is invalid: must divide --timesteps_per_actorbatch="
-                            f"{self.timesteps_per_actorbatch} (or 0: its largest divisor from {MIN_AUTO_BPTT} to "
-                            f"{AUTO_BPTT})")
-        if self.rnn != "none" and not self.bptt_len and not auto_bptt(self.timesteps_per_actorbatch):
-            horizon = self.timesteps_per_actorbatch
-            divisors = ", ".join(str(d) for d in range(1, horizon + 1) if horizon % d == 0)
-            lower = next(t for t in range(horizon - 1, 0, -1) if auto_bptt(t))  # a multiple of 8 is at most 7 away
-            upper = next(t for t in range(horizon + 1, horizon + MIN_AUTO_BPTT + 1) if auto_bptt(t))
-            raise PPO1Error(f"--timesteps_per_actorbatch={horizon} has no divisor from {MIN_AUTO_BPTT} to "
-                            f"{AUTO_BPTT} for --rnn's chunks: give --bptt_len, one of its divisors ({divisors}), "
-                            f"or a --timesteps_per_actorbatch with one, such as {lower} or {upper}")
+                            f"{self.timesteps_per_actorbatch} (or 0: the whole rollout, T steps)")
         if finite("max_grad_norm") < 0.0:
             bad("max_grad_norm", ">= 0 (0 = off)")
         if finite("target_kl") < 0.0:
@@ -418,6 +399,7 @@ class Config:
         bad, finite, whole, one_of = self._bad, self._finite, self._whole, self._one_of
         one_of("init", INITS)
         one_of("frame_norm", FRAME_NORMS)
+        one_of("frame_codes", FRAME_CODES)
         if self.frame_norm != "scale" and self.model_type == "mlp":
             bad("frame_norm", "scale with --model_type mlp (its observations have their own running mean/std)")
         one_of("distribution_mode", DISTRIBUTION_MODES)
@@ -536,24 +518,6 @@ class Config:
         return cls.from_dict(data)
 
 
-def auto_bptt(horizon: int) -> int:
-    """--bptt_len 0: the largest divisor of T (horizon) from MIN_AUTO_BPTT to AUTO_BPTT, or T itself when T <=
-    AUTO_BPTT (one chunk per env); 0 when there is none."""
-    if horizon <= AUTO_BPTT:
-        return horizon
-    return max((d for d in range(MIN_AUTO_BPTT, AUTO_BPTT + 1) if horizon % d == 0), default=0)
-
-
-def rnn_minibatches(samples: int, size: int, seq_len: int) -> tuple[int, int]:
-    """--rnn: (chunks per minibatch, minibatches per epoch) for a rank's `samples` (T x k) in chunks of
-    `seq_len` steps and minibatches of `size` samples (size <= samples). The count is the feed-forward run's,
-    samples // size, so --rnn takes as many Adam steps at the same flags, at most one per chunk; each
-    minibatch holds chunks // count whole chunks, and the chunks % count left over sit the epoch out."""
-    chunks = samples // seq_len
-    count = min(samples // size, chunks)
-    return chunks // count, count
-
-
 def machine_defaults(preset: str) -> dict:
     """The settings of the machine (MACHINE_FIELDS) a run of `preset` takes when its command line leaves them:
     the preset's (fast: --precision auto), else the Config defaults. A resumed run resolves them anew."""
@@ -600,7 +564,11 @@ def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
     values = {"preset": name, **PRESETS[name]}
     if family.obs_vectors:  # a Dict's vector entries reach the network (off: a saved config.json without the field)
         values["obs_vectors"] = True
+    if family.frame_flags:  # images of codes read as codes (off: a saved config.json without the field)
+        values["frame_codes"] = "auto"
     values.update(package.defaults if package else {})  # as if its preset's
+    if recurrent:  # --rnn's own settings over the image preset's (presets.RECURRENT_IMAGE)
+        values.update(recurrent_overlay({**PRESETS[name], **(package.defaults if package else {})}, n_ranks))
     if name == "fast":
         values["env_steps"] = fast_budget(env_name)
         values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)

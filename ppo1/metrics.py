@@ -31,7 +31,8 @@ PROGRESS_COLUMNS = (
     "iteration", "timesteps", "episodes", "ep_return_mean", "ep_length_mean", "pol_loss", "vf_loss",
     "entropy", "approx_kl", "clipfrac", "explained_variance", "clip_param", "stepsize", "sps",
     "time_elapsed", "time_env", "time_inference", "time_update", "time_comm", "epochs", *EVAL_COLUMNS,
-    "time_rollout", "time_advantages", "time_statistics", "time_evaluation", "time_logging", "time_checkpoint")
+    "time_rollout", "time_advantages", "time_statistics", "time_evaluation", "time_logging", "time_checkpoint",
+    "grad_norm")
 
 # Profile names (progress.csv's time_<name> columns), each the seconds of one part of the loop summed over the run:
 # rollout (the whole collection: env stepping and inference are parts of it), advantages (reward shaping and

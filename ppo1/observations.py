@@ -4,6 +4,8 @@ An env's observation is an `Obs`: a dict of named arrays that share their leadin
 and assigned row by row as one array would be. Its `ObsSpec` says what each entry is:
 
     image   uint8 (C, H, W): frames for a CNN (Atari's "image" (4, 84, 84); a Dict's image entries by their keys)
+    codes   uint8 (C, H, W): an image whose values are codes, not intensities (a symbolic grid's object ids): read
+            by a CNN as the numbers they are, not / 255
     vector  float32 (D,): numbers for an MLP or beside the CNN's features ("vector": a vector env's observation,
             or a Dict's other entries, Discrete / MultiDiscrete one-hot, ppo1.envs.spaces.to_vector)
     mask    bool (A,): the valid actions (ACTION_MASK: a Dict's `action_mask` entry or the env's
@@ -20,14 +22,14 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-IMAGE, VECTOR, MASK = "image", "vector", "mask"
+IMAGE, VECTOR, MASK, CODES = "image", "vector", "mask", "codes"
 ACTION_MASK = "action_mask"  # the entry of the valid actions (and the Dict key an env gives them in)
-DTYPES = {IMAGE: np.uint8, VECTOR: np.float32, MASK: np.bool_}
+DTYPES = {IMAGE: np.uint8, VECTOR: np.float32, MASK: np.bool_, CODES: np.uint8}
 
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """One named entry of an observation: its kind (image, vector, mask) and its shape for one env."""
+    """One named entry of an observation: its kind (image, codes, vector, mask) and its shape for one env."""
 
     name: str
     kind: str
@@ -45,9 +47,12 @@ class ObsSpec:
     entries: tuple[Entry, ...]
 
     @classmethod
-    def of(cls, images: dict[str, tuple[int, ...]] | None = None, vector: int = 0, mask: int = 0) -> "ObsSpec":
-        """images {name: (C, H, W)}, a vector of `vector` numbers (0: none), a mask of `mask` actions (0: none)."""
-        entries = [Entry(name, IMAGE, tuple(int(n) for n in shape)) for name, shape in (images or {}).items()]
+    def of(cls, images: dict[str, tuple[int, ...]] | None = None, vector: int = 0, mask: int = 0,
+           codes: frozenset[str] = frozenset()) -> "ObsSpec":
+        """images {name: (C, H, W)} (those named in `codes` of the codes kind), a vector of `vector` numbers (0: none),
+        a mask of `mask` actions (0: none)."""
+        entries = [Entry(name, CODES if name in codes else IMAGE, tuple(int(n) for n in shape))
+                   for name, shape in (images or {}).items()]
         if vector:
             entries.append(Entry(VECTOR, VECTOR, (int(vector),)))
         if mask:
@@ -56,7 +61,8 @@ class ObsSpec:
 
     @property
     def images(self) -> list[Entry]:
-        return [e for e in self.entries if e.kind == IMAGE]
+        """The entries a CNN reads: images and codes."""
+        return [e for e in self.entries if e.kind in (IMAGE, CODES)]
 
     @property
     def vector_size(self) -> int:
@@ -95,7 +101,7 @@ class ObsSpec:
 
     def describe(self) -> str:
         """In words, for messages: `image (4, 84, 84)`, `screen (4, 24, 24), vector (3,), action_mask (5,)`."""
-        return ", ".join(f"{e.name} {e.shape}" for e in self.entries)
+        return ", ".join(f"{e.name} {e.shape}{' codes' if e.kind == CODES else ''}" for e in self.entries)
 
 
 class Obs:

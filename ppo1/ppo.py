@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from ppo1.advantages import ADV_STD_FLOOR
 from ppo1.distributed import Comm
 
 if TYPE_CHECKING:
@@ -157,21 +158,42 @@ def grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> float:
     return float(torch.nn.utils.get_total_norm([p.grad for p in params]))
 
 
+# |approx_kl| of an iteration above which rank 0 says one warning line (kl_warning): healthy runs stay under 0.05
+# (every Atari and memory run in assets/), a policy that jumps in one update passes it.
+KL_WARNING = 0.1
+
+
+def kl_warning(iteration: int, approx_kl: float, previous: float | None) -> str | None:
+    """The line said when iteration `iteration`'s approx_kl (the ranks' mean) passes KL_WARNING and the previous
+    iteration's (`previous`, None for a run's first) did not: one line where it starts, not one per iteration."""
+    if not abs(approx_kl) > KL_WARNING or (previous is not None and abs(previous) > KL_WARNING):
+        return None
+    return (f"ppo1: warning: iteration {iteration}: approx_kl {approx_kl:.4g} is past {KL_WARNING} (healthy updates "
+            "stay under 0.05): the policy moved far in one update; a smaller --optim_stepsize, fewer "
+            "--optim_epochs, --max_grad_norm or --target_kl keep it closer (progress.csv's grad_norm shows the steps)")
+
+
 def kl_exceeded(mean_kl: float, target_kl: float) -> bool:
     """Whether the epochs stop: a target is set (> 0) and the ranks' mean KL is above it."""
     return target_kl > 0 and mean_kl > target_kl
 
 
-def normalized(adv: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
-    """(A - mean) / (std + 1e-8) over a minibatch's advantages (B,) (ppo2's --adv_norm minibatch; std with
-    Bessel's correction). With `weights` (1 or 0 per sample): the statistics of the samples of weight 1 alone,
-    those of weight 0 set to 0."""
-    if weights is None:
-        return (adv - adv.mean()) / (adv.std() + 1e-8)
-    live = weights > 0
-    out = torch.zeros_like(adv)
-    out[live] = normalized(adv[live])
-    return out
+
+
+def normalized(adv: torch.Tensor, weights: torch.Tensor | None = None,
+               returns: torch.Tensor | None = None) -> torch.Tensor:
+    """(A - mean) / (max(std, ADV_STD_FLOOR x std of `returns`) + 1e-8) over a minibatch's advantages (B,) (ppo2's
+    --adv_norm minibatch; stds with Bessel's correction; returns (B,) the minibatch's value targets, None: no floor).
+    With `weights` (1 or 0 per sample): the statistics of the samples of weight 1 alone, those of weight 0 set to 0."""
+    if weights is not None:
+        live = weights > 0
+        out = torch.zeros_like(adv)
+        out[live] = normalized(adv[live], None, None if returns is None else returns[live])
+        return out
+    std = adv.std()
+    if returns is not None:
+        std = torch.maximum(std, ADV_STD_FLOOR * returns.std())
+    return (adv - adv.mean()) / (std + 1e-8)
 
 
 def agreed_weights(comm: Comm, batch: "Batch") -> torch.Tensor | None:
@@ -207,7 +229,7 @@ def minibatch_loss(forward, mb: "Batch", hp: Hyper, weights: torch.Tensor | None
     (None: all 1), the value loss clipped around the rollout's values with --clip_vloss. coefs: (clip, c1, c2) as
     one tensor (3,), taking the place of hp's (a compiled pass then needs no new graph as they anneal)."""
     clip, vf_coef, ent_coef = (hp.clip, hp.vf_coef, hp.ent_coef) if coefs is None else coefs.unbind()
-    a = normalized(mb.adv, weights) if hp.adv_norm == "minibatch" else mb.adv
+    a = normalized(mb.adv, weights, mb.returns) if hp.adv_norm == "minibatch" else mb.adv
     logp, entropy, values = forward(mb.obs, mb.actions, *mb.memory_inputs())  # --rnn: chunks replayed
     return ppo_loss(logp, entropy, values, mb.logp, a, mb.returns, clip, vf_coef, ent_coef,
                     old_values=mb.values if hp.clip_vloss else None, weights=weights)
@@ -227,8 +249,10 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     (minibatch_loss) in the run's precision, compiled with --compile (with its backward); a recurrent
     policy replays each minibatch's chunks. Samples of weight 0 (`batch.weights`: steps whose env crashed)
     count in no loss, no statistic and no mean over ranks (ranks_share).
-    Returns the mean of each statistic over all minibatches of this rank whose loss was computed, and
-    `epochs`: the epochs run, counted in minibatch steps (2.5 = stopped halfway through the third).
+    Returns the mean of each statistic over all minibatches of this rank whose loss was computed,
+    `epochs`: the epochs run, counted in minibatch steps (2.5 = stopped halfway through the third), and
+    `grad_norm`: the mean global norm of the averaged gradients before clipping over the steps taken (the same
+    on every rank; nan when none was taken).
     Raises NonFiniteUpdate, before that minibatch's step, when the averaged gradients are not finite.
     """
     for group in optimizer.param_groups:
@@ -239,6 +263,7 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
     weighted = agreed_weights(comm, batch) is not None
     totals = torch.zeros(len(STAT_KEYS), device=batch.obs.device)
     count, steps, per_epoch = 0, 0, batch.minibatch_count(hp.minibatch)
+    norms = 0.0  # the steps' global gradient norms before clipping, summed
     for epoch in range(hp.epochs):
         stop = False
         for i, mb in enumerate(batch.minibatches(hp.minibatch)):
@@ -252,12 +277,15 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
             optimizer.zero_grad(set_to_none=False)
             (loss if share == 1.0 else loss * share).backward()
             comm.average_gradients(params)
-            if not math.isfinite(grad_norm(params, hp.max_grad_norm)):
+            norm = grad_norm(params, hp.max_grad_norm)
+            if not math.isfinite(norm):
                 raise NonFiniteUpdate(epoch, i, float(loss.detach()))
             optimizer.step()
+            norms += norm
             steps += 1
         if stop:
             break
     means = dict(zip(STAT_KEYS, (totals / count).tolist()))
     means["epochs"] = steps / per_epoch
+    means["grad_norm"] = norms / steps if steps else float("nan")
     return means

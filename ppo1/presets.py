@@ -26,6 +26,15 @@ RECURRENT_VECTOR = {
 }
 RECURRENT_VECTOR_ACTORS = 8
 
+# --rnn over the preset of a family of images (Atari, any image env, ViZDoom, stable-retro): CleanRL
+# ppo_atari_lstm.py's settings where they differ from the feed-forward paper run: one frame (the core remembers, not a
+# stack), an LSTM of 128 units, 8 actors, 4 epochs, c1 0.5, gradient-norm clip 0.5; with --bptt_len 0 (every
+# preset's) each env's whole rollout is one sequence (config.seq_len). 128 units: a 48-step cue recalled on all 3
+# seeds as with 256 (docs/benchmarks.md), at 2.7x the steps per second. A setting the preset names itself stays the preset's (fast: its actors,
+# c1 0.25); flags the user gives win over both. Chrono's gate biases (policies.chrono_init_) come with every core.
+RECURRENT_IMAGE = {"frame_stack": 1, "rnn_size": 128, "optim_epochs": 4, "vf_coef": 0.5, "max_grad_norm": 0.5}
+RECURRENT_IMAGE_ACTORS = 8
+
 # CleanRL ppo_atari.py (= baselines ppo2's Atari settings): Nature CNN, 4 epochs, orthogonal init, c1 0.25
 # (their vf_coef 0.5 times their 0.5 x squared error), gradient-norm clip 0.5, per-minibatch advantage
 # standardisation, clip 0.1 constant, the value loss clipped around the rollout's values (--clip-vloss).
@@ -105,6 +114,13 @@ PRESET_HELP = {
 }
 
 
+def recurrent_overlay(preset: dict, n_ranks: int) -> dict:
+    """--rnn on images: RECURRENT_IMAGE and RECURRENT_IMAGE_ACTORS's envs per rank (rounded up) for the settings
+    `preset` (a preset's values) leaves unset."""
+    overlay = {**RECURRENT_IMAGE, "envs_per_rank": -(-RECURRENT_IMAGE_ACTORS // max(1, n_ranks))}
+    return {k: v for k, v in overlay.items() if k not in preset}
+
+
 def fast_budget(env_name: str) -> int:
     """The agent steps `--preset fast` trains `env_name` for when --env_steps is not given."""
     return FAST_GAMES.get(env_name, FAST_DEFAULT)["env_steps"]
@@ -131,4 +147,5 @@ VECTOR_PRESETS = {"mujoco": VECTOR_DEFAULTS, "ppo_lstm": RECURRENT_VECTOR}
 # actors).
 ALL_PRESETS = {**PRESETS, **VECTOR_PRESETS, "procgen": PROCGEN_PRESET}
 # The flags of the image preprocessing (the `pixels` family's): refused for a family that takes none.
-FRAME_FLAGS = ("frame_skip", "frame_size", "frame_upscale", "frame_gray", "frame_stack", "obs_key", "obs_vectors")
+FRAME_FLAGS = ("frame_skip", "frame_size", "frame_upscale", "frame_gray", "frame_stack", "obs_key", "obs_vectors",
+               "frame_codes")

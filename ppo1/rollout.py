@@ -19,11 +19,10 @@ import torch
 
 from ppo1.device import batched_act
 from ppo1 import PPO1Error
-from ppo1.config import rnn_minibatches
 from ppo1.envs import EnvCrash, Episode
 from ppo1.metrics import Profile
 from ppo1.observations import Obs
-from ppo1.policies import frame_layout
+from ppo1.torsos import frame_layout
 from ppo1.advantages import standardize
 
 
@@ -105,6 +104,40 @@ class Batch:
         return None, None
 
 
+def rnn_minibatches(samples: int, size: int, seq_len: int) -> tuple[int, int]:
+    """--rnn: (sequences per minibatch, minibatches per epoch) for a rank's `samples` (T x k) in sequences of
+    `seq_len` steps and minibatches of `size` samples (size <= samples). The count is the feed-forward run's,
+    samples // size, so --rnn takes as many Adam steps at the same flags, at most one per sequence; each
+    minibatch holds sequences // count whole sequences, and the sequences % count left over sit the epoch out."""
+    chunks = samples // seq_len
+    count = min(samples // size, chunks)
+    return chunks // count, count
+
+
+def rnn_update_line(cfg) -> str:
+    """--rnn: the settings that shape the recurrent update (the overlay's, presets.RECURRENT_IMAGE, on images) and
+    its realised minibatches per rank and epoch (rnn_minibatches), beside a feed-forward run's at the same flags:
+    one line for the start of a run (rank 0). cfg: the run's Config."""
+    horizon, length = cfg.timesteps_per_actorbatch, cfg.seq_len()
+    samples, size = horizon * cfg.envs_per_rank, cfg.optim_batchsize * cfg.envs_per_rank
+    chunks, feed_forward = samples // length, samples // size
+    per, count = rnn_minibatches(samples, size, length)
+    whole = " (each env's whole rollout)" if length == horizon else ""
+    frames = "" if cfg.model_type == "mlp" else f", {cfg.frame_stack} frame{'s' * (cfg.frame_stack != 1)}"
+    line = (f"ppo1: --rnn {cfg.rnn} ({cfg.rnn_size} units, critic {cfg.rnn_critic}{frames}, "
+            f"{cfg.optim_epochs} epochs, c1 {cfg.vf_coef:g}, gradient clip "
+            f"{cfg.max_grad_norm:g}): sequences of {length} steps{whole}; each epoch {count} "
+            f"minibatch{'es' * (count != 1)} of {per} sequence{'s' * (per != 1)} x {length} steps = {per * length} "
+            "samples per rank")
+    if count < feed_forward:  # the rank's steps hold fewer sequences than a feed-forward run takes minibatches
+        fits = max(d for d in range(1, length) if horizon % d == 0 and samples // d >= feed_forward)
+        return (line + f", fewer than the {feed_forward} of {size} samples without --rnn: the rank's {samples} "
+                f"steps hold {chunks} sequence{'s' * (chunks != 1)} (--bptt_len {fits} or more --envs_per_rank "
+                "give as many)")
+    line += ", as many as without --rnn"
+    return line + (f" (each epoch leaves out {chunks % count} of the {chunks} sequences)" if chunks % count else "")
+
+
 @dataclasses.dataclass
 class RecurrentBatch(Batch):
     """--rnn: a Batch whose samples are chunks of `seq_len` (L) consecutive steps of one env, chunk after
@@ -133,7 +166,7 @@ class RecurrentBatch(Batch):
     def minibatches(self, size: int) -> Iterator["RecurrentBatch"]:
         """One epoch: whole chunks in a fresh random order (one rng.permutation(chunks) per call), as many
         minibatches as a feed-forward Batch takes (N // size, at most one per chunk), each of the whole chunks
-        config.rnn_minibatches gives, the chunks left over sitting the epoch out; the same count on every rank
+        rnn_minibatches gives, the chunks left over sitting the epoch out; the same count on every rank
         (each has the same T and k)."""
         per, count = rnn_minibatches(len(self), size, self.seq_len)
         perm = torch.from_numpy(self.rng.permutation(len(self.memory0))).to(self.obs.device)
@@ -185,7 +218,7 @@ class Segment:
         weights = None if self.weights is None or self.weights.all() else self.weights  # (T, k): a step crashed
         adv = self.advantages.reshape(n)
         if standardize_adv:  # over the samples the losses learn from
-            adv = standardize(adv, None if weights is None else weights.reshape(n))
+            adv = standardize(adv, None if weights is None else weights.reshape(n), self.returns.reshape(n))
         obs = self.step_obs.map(lambda x: layout(x, device))
         return dict(obs=obs.map(lambda x: frame_layout(x) if x.dim() == 4 else x), actions=layout(self.actions, device),
                     logp=layout(self.logp, device), adv=layout(adv.reshape(self.rewards.shape), device),

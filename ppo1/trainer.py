@@ -29,8 +29,8 @@ from ppo1.metrics import EpisodeLog, ProgressLog, Recorder, timed
 from ppo1.observations import Obs
 from ppo1.policies import build
 from ppo1.restarts import EnvRestarts
-from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, linear_alpha, update, warmup_factor
-from ppo1.rollout import Segment, make_collector
+from ppo1.ppo import Hyper, NonFiniteUpdate, explained_variance, kl_warning, linear_alpha, update, warmup_factor
+from ppo1.rollout import Segment, make_collector, rnn_update_line
 from ppo1.stops import StopRequest
 from ppo1.update_pass import UpdatePass
 from ppo1.video import TrainingVideo
@@ -70,6 +70,7 @@ class Trainer:
         self.spares = spares
         self.profile = comm.profile  # env, inference, update and comm (allreduce) seconds of this rank
         self.exit_code, self.reason = 0, "done"
+        self.last_kl: float | None = None  # the previous iteration's approx_kl (rank 0), for kl_warning
         self.restarts = EnvRestarts(config.env_restarts, config.env_restart_window, comm.rank, config.run_dir)
         self.calls = CallTimer(config.env_step_timeout, comm.rank)  # --env_step_timeout; setup gives it the envs
         self.evaluation: Evaluation | None = None  # --eval_interval: this rank's evaluation envs
@@ -251,8 +252,10 @@ class Trainer:
                      f"actors, {self.threads} torch thread(s) per rank, {self.n_iters} iterations of "
                      f"{self.steps_per_iter} steps; run dir {cfg.run_dir}")
             self.log(f"ppo1: the policy reads {self.venv.reads()}")
+            if self.policy.describe():
+                self.log(f"ppo1: its torso: {self.policy.describe()}")
             if cfg.rnn != "none":  # whole chunks per minibatch: the update's realised minibatches, said
-                self.log(cfg.rnn_update_line())
+                self.log(rnn_update_line(cfg))
             progress = ProgressLog(cfg.run_dir, total_steps=self.n_iters * self.steps_per_iter,
                                    start_step=state.timesteps)
             self.video = TrainingVideo(cfg, log=progress.note)
@@ -336,6 +339,10 @@ class Trainer:
             elapsed = time.time() - self.start
             self.recorder.record(**means, sps=(state.timesteps - self.start_steps) / max(elapsed, 1e-9),
                                  time_elapsed=elapsed)
+            warning = kl_warning(state.iteration, means["approx_kl"], self.last_kl)
+            if warning:
+                self.log(warning)
+            self.last_kl = means["approx_kl"]
             for part in (state, hp, self.profile):
                 part.record(self.recorder)
             self.recorder.dump(finished)

@@ -19,6 +19,8 @@ class BadEnv(gymnasium.Env):
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
+        if self.fault == "nan_first":  # the first observation already holds NaN
+            return np.full(3, np.nan, np.float32), {}
         return self._obs(), {}
 
     def step(self, action):

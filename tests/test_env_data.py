@@ -61,7 +61,8 @@ def test_a_factory_that_exits_is_one_line_and_status_2_not_a_silent_0(tmp_path):
 
 
 def test_a_run_refused_at_set_up_leaves_no_run_directory_behind(tmp_path):
-    r = run_cli(["--env_name", "tests.pixelenv:make_env", "--frame_size", "16", "--env_steps", "1024",
-                 "--checkpoint_dir", str(tmp_path), "--model_name", "small-frames"])
-    assert r.returncode == 2 and "needs frames of at least 20x20" in r.stderr, r.stderr
+    r = run_cli(["--env_name", "tests.badenv:make", "--env_kwargs", '{"fault": "nan_first"}', "--env_steps", "4096",
+                 "--checkpoint_dir", str(tmp_path), "--model_name", "nan-first"])
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1] == (
+        "ppo1: error: tests.badenv:make gave an observation holding NaN (shape (3,))"), r.stderr
     assert os.listdir(tmp_path) == []  # not a directory holding only train.lock

@@ -11,6 +11,7 @@ import torch
 
 from conftest import TINY, decode, run_cli
 from ppo1 import PPO1Error
+from ppo1.config import Config
 from ppo1.envs import EnvOptions, env_family, env_seed, make_vec_env
 from ppo1.envs.pixels import Frames, PixelEnv, obs_shape, preprocess, push, repeat_action
 from ppo1.policies import build
@@ -366,19 +367,23 @@ def test_a_family_is_refused_at_registration_when_its_table_could_not_use_it():
         table().register(Family("mine", "x", presets=("paper",), claims=named, make_vec=print))
 
 
-def test_an_image_smaller_than_frame_size_keeps_its_size_and_channels_and_the_cnn_that_reads_it_is_named():
+def test_an_image_smaller_than_frame_size_keeps_its_size_and_channels_and_a_torso_that_keeps_its_layout():
     from ppo1.envref import resolve
     env = PixelEnv(resolve("tests.pixelenv:make_env", '{"size": 8}'), env_seed(0, 0, 0), Frames())
     # an 8x8 RGB view (one pixel per cell, as a symbolic grid): four frames of its three channels, not 84x84 gray
     assert env.obs_spec.describe() == "image (12, 8, 8)"
     obs = env.reset()
     assert obs["image"][:3].transpose(1, 2, 0).tolist() == env.gym_env.unwrapped._image().tolist()
-    with pytest.raises(PPO1Error, match=r"--model_type=small needs frames of at least 20x20, not 8x8: use a larger "
-                                        r"--frame_size or --model_type impala \(which reads any size\)"):
-        build("small", env.action_space, env.obs_spec)
-    policy = build("impala", env.action_space, env.obs_spec)
-    logits, values = policy.heads(policy.features(obs.map(torch.from_numpy)[None]))
-    assert logits.shape == (1, 4) and values.shape == (1,)
+    # small and large read it through 2 padded 3x3 convolutions: 32 x 8 x 8 features, every cell in its place
+    # (impala pools 8x8 down to 1x1)
+    for model_type in ("small", "large"):
+        policy = build(model_type, env.action_space, env.obs_spec)
+        convolved = policy.torso[:-2](policy.torso_input(torch.from_numpy(obs["image"])[None]))
+        assert convolved.shape == (1, 32 * 8 * 8)
+        logits, values = policy.heads(policy.features(obs.map(torch.from_numpy)[None]))
+        assert logits.shape == (1, 4) and values.shape == (1,)
+        assert policy.describe() == ("image (12, 8, 8): 2 convolutions 3x3 that keep the 8x8 layout (smaller than the "
+                                     f"{model_type} CNN's {20 if model_type == 'small' else 36} px)")
     env.close()
 
 
@@ -427,3 +432,33 @@ def test_an_env_refused_at_its_first_reset_leaves_no_run_directory_and_an_existi
     with pytest.raises(PPO1Error, match="gave an action mask"):
         train(dataclasses.replace(config, model_name="kept"), Comm(None), log=lambda *a: None)
     assert sorted(p.name for p in kept.iterdir()) == ["progress.csv", "train.lock"]
+
+
+def test_an_image_of_codes_is_read_as_the_numbers_it_holds_where_its_space_says_so_and_the_flag_overrides():
+    from ppo1.envref import resolve
+    ref = resolve("bench.cue:grid", '{"delay": 3}')  # a 7x7x1 grid whose space's high bound is 2: codes
+    env = PixelEnv(ref, env_seed(0, 0, 0), Frames(stack=1, codes="auto"))
+    assert env.obs_spec.describe() == "image (1, 7, 7) codes" and env.obs_spec.images[0].kind == "codes"
+    assert "as codes (values up to 2, not / 255)" in env.reads()
+    obs = env.reset()
+    policy = build("small", env.action_space, env.obs_spec, frame_norm="center")
+    x = policy.torso_input(torch.from_numpy(obs["image"])[None])
+    assert sorted(set(x.flatten().tolist())) == [0.0, float(obs["image"].max())] and x.max() in (1.0, 2.0)  # the id
+    assert policy.describe().startswith("image (1, 7, 7) codes: 2 convolutions 3x3 that keep the 7x7 layout")
+    env.close()
+    off = PixelEnv(ref, env_seed(0, 0, 0), Frames(stack=1, codes="off"))  # --frame_codes off: intensities, / 255
+    assert off.obs_spec.describe() == "image (1, 7, 7)" and "codes" not in off.reads()
+    policy = build("small", off.action_space, off.obs_spec)
+    assert float(policy.torso_input(torch.from_numpy(off.reset()["image"])[None]).max()) <= 2 / 255 + 1e-6
+    off.close()
+    screen = PixelEnv(resolve("bench.cue:screen", "{}"), env_seed(0, 0, 0), Frames(stack=1, codes="auto"))
+    assert screen.obs_spec.images[0].kind == "image"  # 0-255 intensities stay images
+    screen.close()
+    # a new run of an image env reads codes where they are (auto); a config.json without the setting loads off
+    cfg = Config.for_preset(env_name="bench.cue:grid", rnn="lstm")
+    assert cfg.frame_codes == "auto"
+    saved = cfg.to_saved()
+    del saved["pixels"]["frame_codes"]
+    assert Config.from_dict(saved).frame_codes == "off"
+    with pytest.raises(PPO1Error, match="--frame_codes is for image-observation envs other than Atari"):
+        Config.for_preset(frame_codes="on")

@@ -111,7 +111,7 @@ def test_impala_cnn_has_the_hand_counted_shapes_and_parameters(obs_shape, action
 
 
 def test_impala_residual_block_adds_its_input_back():
-    from ppo1.policies import ResidualBlock
+    from ppo1.torsos import ResidualBlock
     block = ResidualBlock(4)
     for conv in (block.conv0, block.conv1):
         torch.nn.init.zeros_(conv.weight)
@@ -181,11 +181,20 @@ def test_impala_centres_an_rgb_frame_per_pixel_and_channel_and_atari_stacks_on_t
 
 
 @pytest.mark.parametrize("model_type,shape,match", [
-    ("small", (4, 16, 16), "at least 20x20, not 16x16: use a larger --frame_size or --model_type impala"),
-    ("large", (1, 35, 84), "at least 36x36"), ("impala", (8,), "needs image observations")])
+    ("impala", (8,), "needs image observations"), ("mlp", (4, 84, 84), "needs vector observations")])
 def test_a_network_that_does_not_fit_the_observations_is_refused(model_type, shape, match):
     with pytest.raises(PPO1Error, match=match):
         build(model_type, 4, shape)
+
+
+@pytest.mark.parametrize("model_type,shape,convolved", [
+    ("small", (4, 16, 16), 32 * 16 * 16), ("large", (1, 35, 84), 32 * 35 * 84),  # below 20 / 36 px: the layout kept
+    ("small", (4, 20, 20), 32 * 1 * 1), ("large", (1, 36, 36), 64 * 1 * 1)])     # from 20 / 36 px: their own CNNs
+def test_an_image_smaller_than_small_or_large_take_gets_a_torso_that_keeps_its_layout(model_type, shape, convolved):
+    policy = build(model_type, 4, shape)
+    frames = torch.randint(0, 256, (2, *shape), dtype=torch.uint8)
+    assert policy.torso[:-2](policy.torso_input(frames)).shape == (2, convolved)
+    assert policy.heads(policy.features(frames))[0].shape == (2, 4)
 
 
 def test_multidiscrete_and_multibinary_actions_get_one_categorical_per_dimension_from_one_head():

@@ -110,11 +110,24 @@ def test_gradient_norm_is_clipped_before_the_step(monkeypatch):
         seen.append(torch.sqrt(sum(p.grad.pow(2).sum() for g in self.param_groups for p in g["params"])).item())
         return real(self, *a, **k)
     monkeypatch.setattr(torch.optim.Adam, "step", step)
-    _tiny_update(max_grad_norm=0.01)
+    _, clipped, _ = _tiny_update(max_grad_norm=0.01)
     assert seen and max(seen) <= 0.01 + 1e-6
     seen.clear()
-    _tiny_update()
+    _, unclipped, _ = _tiny_update()
     assert max(seen) > 0.01  # unclipped gradients are larger: the clip above did something
+    # grad_norm (progress.csv) is the mean norm before clipping: the steps' own norms unclipped, past the clip clipped
+    assert unclipped["grad_norm"] == pytest.approx(sum(seen) / len(seen), rel=1e-5)
+    assert clipped["grad_norm"] > 0.01
+
+
+def test_the_kl_warning_is_one_line_where_approx_kl_first_passes_its_bound_naming_the_iteration():
+    from ppo1.ppo import KL_WARNING, kl_warning
+    assert kl_warning(7, 0.02, 0.01) is None and kl_warning(7, -0.05, None) is None
+    line = kl_warning(61, 8.09, 0.01)
+    assert line.startswith("ppo1: warning: iteration 61: approx_kl 8.09 is past 0.1 ")
+    assert kl_warning(49, -6.97, None).startswith("ppo1: warning: iteration 49: approx_kl -6.97 is past")  # either sign
+    assert kl_warning(62, 3.0, 8.09) is None  # still past: said once where it began
+    assert kl_warning(63, KL_WARNING, 0.0) is None  # at the bound: not past it
 
 
 def test_minibatch_standardisation_makes_each_minibatch_zero_mean(monkeypatch):
@@ -400,3 +413,25 @@ def test_an_update_learns_nothing_from_a_crashed_steps_sample_whatever_it_holds(
     first = trained(0.0)
     assert torch.equal(first, trained(1000.0))
     assert not torch.equal(first, torch.cat([p.reshape(-1) for p in start.parameters()]))
+
+
+def test_advantages_of_pure_noise_are_not_blown_up_to_unit_size_but_a_real_spread_is_standardised_as_before():
+    from ppo1.advantages import standardize
+    from ppo1.ppo import normalized
+    # a solved task: returns 1 and 0 (std with Bessel's correction 0.5774), advantages +-0.001 of value noise
+    returns = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    noise = torch.tensor([0.001, -0.001, 0.001, -0.001])
+    # plain standardisation: +-0.001 / 0.0011547 = +-0.866, full-size updates on noise; the floor divides by
+    # 0.1 x 0.5774 = 0.05774 instead: +-0.0173
+    torch.testing.assert_close(normalized(noise), torch.tensor([0.866, -0.866, 0.866, -0.866]), atol=1e-3, rtol=0)
+    torch.testing.assert_close(normalized(noise, returns=returns), noise / 0.057735, atol=1e-6, rtol=0)
+    # a spread above the floor: exactly the plain standardisation
+    signal = torch.tensor([0.5, -0.5, 0.2, -0.2])
+    assert torch.equal(normalized(signal, returns=returns), normalized(signal))
+    # the same over the rank's batch (numpy: std without Bessel's correction, 0.5 for these returns)
+    np.testing.assert_allclose(standardize(noise.numpy(), returns=returns.numpy()), noise.numpy() / 0.05, atol=1e-6)
+    np.testing.assert_array_equal(standardize(signal.numpy(), returns=returns.numpy()), standardize(signal.numpy()))
+    # a crashed step's sample (weight 0) is left out of both stds and set to 0
+    weights = torch.tensor([1.0, 1.0, 1.0, 1.0, 0.0])
+    out = normalized(torch.cat([noise, torch.tensor([9.0])]), weights, torch.cat([returns, torch.tensor([50.0])]))
+    torch.testing.assert_close(out, torch.cat([noise / 0.057735, torch.zeros(1)]), atol=1e-6, rtol=0)

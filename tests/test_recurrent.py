@@ -13,8 +13,9 @@ from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvOptions, make_vec_env
 from ppo1.observations import Obs
-from ppo1.policies import RecurrentCore, build
-from ppo1.rollout import Batch, RecurrentBatch, RecurrentCollector
+from ppo1.cores import RecurrentCore
+from ppo1.policies import build
+from ppo1.rollout import Batch, RecurrentBatch, RecurrentCollector, rnn_update_line
 from ppo1.update_pass import UpdatePass
 
 CUE = ["--env_name", "tests.memoryenv:make"]
@@ -41,8 +42,9 @@ def test_replayed_chunks_equal_the_steps_with_the_state_zeroed_at_each_episode_s
             out, state = core.step(x[:, t], state)
             steps.append(out)
     torch.testing.assert_close(replayed, torch.stack(steps, 1), rtol=0, atol=1e-6)
-    with torch.no_grad():  # no start inside any chunk: one call over whole chunks
-        assert torch.equal(core.sequences(x, torch.zeros_like(starts), state0)[:, 0], core.step(x[:, 0], state0)[0])
+    with torch.no_grad():  # no start inside any chunk: one call over whole chunks (step: the one-step cell)
+        torch.testing.assert_close(core.sequences(x, torch.zeros_like(starts), state0)[:, 0],
+                                   core.step(x[:, 0], state0)[0], rtol=0, atol=1e-6)
 
 
 def cue_envs(k: int, delay: int = 3):
@@ -146,7 +148,7 @@ def test_recurrent_flags_are_checked_and_chosen_by_the_env():
         Config.for_preset("paper", rnn="lstm", compile=True)
     with pytest.raises(PPO1Error, match="--rnn='rnn' is invalid"):
         Config.for_preset("paper", rnn="rnn")
-    assert Config.for_preset(rnn="lstm").seq_len() == 32 and Config.for_preset(rnn="lstm", bptt_len=16).seq_len() == 16
+    assert Config.for_preset(rnn="lstm").seq_len() == 128 and Config.for_preset(rnn="lstm", bptt_len=16).seq_len() == 16
     # Atari takes --frame_stack with --rnn only; vector envs with --rnn default to ppo_lstm (8 actors, T 32)
     assert Config.for_preset(rnn="lstm", frame_stack=1).frame_stack == 1
     with pytest.raises(PPO1Error, match="with --rnn lstm or gru it takes --frame_stack"):
@@ -156,22 +158,33 @@ def test_recurrent_flags_are_checked_and_chosen_by_the_env():
     assert Config.for_preset(env_name="CartPole-v1").preset == "mujoco"
 
 
-@pytest.mark.parametrize("horizon, chunk", [(128, 32), (100, 25), (72, 24), (20, 20), (126, 21)])
-def test_the_automatic_bptt_len_is_the_largest_divisor_of_T_from_8_to_32_or_T_up_to_32(horizon, chunk):
-    assert Config.for_preset(rnn="lstm", timesteps_per_actorbatch=horizon, optim_batchsize=4).seq_len() == chunk
-
-
-@pytest.mark.parametrize("horizon, divisors, near", [(127, "1, 127", "126 or 128"), (74, "1, 2, 37, 74", "72 or 75"),
-                                                     (131, "1, 131", "130 or 132")])
-def test_rnn_refuses_a_T_without_a_divisor_from_8_to_32_in_a_line_naming_bptt_len(horizon, divisors, near):
-    with pytest.raises(PPO1Error) as e:  # the automatic length would be 1 or 2 steps: no backprop through time
-        Config.for_preset(rnn="gru", timesteps_per_actorbatch=horizon, optim_batchsize=4)
-    assert str(e.value) == (f"--timesteps_per_actorbatch={horizon} has no divisor from 8 to 32 for --rnn's chunks: "
-                            f"give --bptt_len, one of its divisors ({divisors}), or a --timesteps_per_actorbatch "
-                            f"with one, such as {near}")
-    # the user's own --bptt_len, however short, stands; a run without --rnn has no chunks
+@pytest.mark.parametrize("horizon", [128, 100, 127, 20])
+def test_the_automatic_sequence_is_each_envs_whole_rollout_whatever_T(horizon):
+    # a cue 48 steps before its answer needs a sequence of more than 48 steps for a gradient to reach it
+    assert Config.for_preset(rnn="lstm", timesteps_per_actorbatch=horizon, optim_batchsize=4).seq_len() == horizon
+    # the user's own --bptt_len, however short, stands; a run without --rnn has no sequences
     assert Config.for_preset(rnn="gru", timesteps_per_actorbatch=horizon, optim_batchsize=4, bptt_len=1).seq_len() == 1
     assert Config.for_preset(timesteps_per_actorbatch=horizon, optim_batchsize=4).seq_len() == 1
+
+
+def test_rnn_over_an_image_preset_brings_its_own_defaults_the_preset_and_the_users_flags_win():
+    # paper: 1 frame, 128 units, 8 actors, 4 epochs, c1 0.5, gradient clip 0.5 (CleanRL ppo_atari_lstm), whole rollouts
+    cfg = Config.for_preset(n_ranks=2, rnn="lstm")
+    assert (cfg.frame_stack, cfg.rnn_size, cfg.envs_per_rank, cfg.optim_epochs, cfg.vf_coef, cfg.max_grad_norm,
+            cfg.seq_len()) == (1, 128, 4, 4, 0.5, 0.5, 128)
+    assert rnn_update_line(cfg) == (
+        "ppo1: --rnn lstm (128 units, critic shared, 1 frame, 4 epochs, c1 0.5, gradient clip 0.5): sequences of 128 "
+        "steps (each env's whole rollout); each epoch 4 minibatches of 1 sequence x 128 steps = 128 samples per rank, "
+        "as many as without --rnn")
+    fast = Config.for_preset("fast", n_ranks=2, rnn="lstm", env_name="BreakoutNoFrameskip-v4")
+    assert (fast.vf_coef, fast.envs_per_rank, fast.frame_stack) == (0.25, 16, 1)  # fast's own c1 and 32 actors stay
+    vizdoom = Config.for_preset("vizdoom", rnn="gru")
+    assert (vizdoom.optim_epochs, vizdoom.optim_batchsize, vizdoom.max_grad_norm) == (10, 4, 0.5)
+    given = Config.for_preset(rnn="lstm", frame_stack=4, envs_per_rank=2, optim_epochs=3, vf_coef=1.0, max_grad_norm=0.0)
+    assert (given.frame_stack, given.envs_per_rank, given.optim_epochs, given.vf_coef, given.max_grad_norm) == (
+        4, 2, 3, 1.0, 0.0)
+    without = Config.for_preset(n_ranks=2)  # the feed-forward run keeps the paper's
+    assert (without.frame_stack, without.envs_per_rank, without.optim_epochs, without.vf_coef) == (4, 1, 3, 1.0)
 
 
 def minibatch_sizes(cfg: Config) -> list[int]:
@@ -196,27 +209,29 @@ def minibatch_sizes(cfg: Config) -> list[int]:
 @pytest.mark.parametrize("settings", [
     dict(env_name="CartPole-v1", n_ranks=1),                   # ppo_lstm: 8 envs of T 32, one 256-sample minibatch
     dict(env_name="CartPole-v1", n_ranks=2),                   # ppo_lstm on 2 ranks: 4 envs each
-    dict(preset="vizdoom", envs_per_rank=12),                  # T 128, 4 per actor: 32 minibatches (was 48)
-    dict(preset="vizdoom", bptt_len=4),                        # 1 env per rank: 32 chunks of 4
-    dict(preset="fast", env_name="PongNoFrameskip-v4", n_ranks=3),  # 3 envs, 28 per actor: 4 minibatches (was 6)
-], ids=["ppo_lstm", "ppo_lstm-2-ranks", "vizdoom-12-envs", "vizdoom-bptt-4", "fast-pong-3-ranks"])
+    dict(preset="vizdoom", envs_per_rank=12, bptt_len=32),     # T 128, 4 per actor: 32 minibatches (was 48)
+    dict(preset="vizdoom", bptt_len=4, envs_per_rank=1),       # 1 env per rank: 32 chunks of 4
+    dict(preset="fast", env_name="PongNoFrameskip-v4", n_ranks=3, bptt_len=32),  # 3 envs, 28 per actor: 4 minibatches
+    dict(n_ranks=2),                                           # paper with --rnn: 4 envs, 4 minibatches of 1 rollout
+], ids=["ppo_lstm", "ppo_lstm-2-ranks", "vizdoom-12-envs", "vizdoom-bptt-4", "fast-pong-3-ranks", "paper-2-ranks"])
 def test_rnn_takes_as_many_minibatches_per_epoch_as_the_feed_forward_run_of_whole_chunks_alike(settings):
     recurrent = Config.for_preset(rnn="lstm", **settings)
     feed_forward = dataclasses.replace(recurrent, rnn="none")
     sizes = minibatch_sizes(recurrent)
     assert len(sizes) == len(minibatch_sizes(feed_forward)) >= 1
     assert len(set(sizes)) == 1 and sizes[0] % recurrent.seq_len() == 0  # every Adam step on as many whole chunks
-    assert ", as many as without --rnn" in recurrent.rnn_update_line()  # what rank 0 says at the start
+    assert ", as many as without --rnn" in rnn_update_line(recurrent)  # what rank 0 says at the start
 
 
-def test_the_start_line_says_when_a_rank_holds_fewer_chunks_than_feed_forward_minibatches():
-    # vizdoom at 1 env per rank: 128 steps hold 4 chunks of 32, against 32 minibatches of 4 samples feed-forward
-    cfg = Config.for_preset("vizdoom", rnn="gru")
+def test_the_start_line_says_when_a_rank_holds_fewer_sequences_than_feed_forward_minibatches():
+    # vizdoom at 1 env per rank: 128 steps hold 4 sequences of 32, against 32 minibatches of 4 samples feed-forward
+    cfg = Config.for_preset("vizdoom", rnn="gru", envs_per_rank=1, bptt_len=32)
     assert minibatch_sizes(cfg) == [32] * 4
-    assert cfg.rnn_update_line() == (
-        "ppo1: --rnn gru: chunks of 32 steps (automatic); each epoch 4 minibatches of 1 chunk x 32 steps = 32 samples "
-        "per rank, fewer than the 32 of 4 samples without --rnn: the rank's 128 steps hold 4 chunks (--bptt_len 4 or "
-        "more --envs_per_rank give as many)")
+    assert rnn_update_line(cfg) == (
+        "ppo1: --rnn gru (128 units, critic shared, 1 frame, 10 epochs, c1 0.5, gradient clip 0.5): sequences of 32 "
+        "steps; each epoch 4 minibatches of 1 sequence x 32 steps = 32 samples per rank, fewer than the 32 of 4 "
+        "samples without --rnn: the rank's 128 steps hold 4 sequences (--bptt_len 4 or more --envs_per_rank give as "
+        "many)")
 
 
 def test_the_critic_core_is_separate_in_ppo_lstm_only_and_a_run_saved_without_the_setting_shares_it():
@@ -264,8 +279,10 @@ def test_a_recurrent_atari_run_records_videos_and_plays_and_films_through_the_ap
                         video_interval=2, video_max_frames=60, checkpoint_dir=str(tmp_path), model_name="b",
                         log=lines.append)
     assert (result.exit_code, result.iteration) == (0, 4)
-    assert ("ppo1: --rnn lstm: chunks of 32 steps (automatic); each epoch 4 minibatches of 1 chunk x 32 steps = 32 "
-            "samples per rank, as many as without --rnn") in lines
+    assert ("ppo1: --rnn lstm (64 units, critic shared, 1 frame, 4 epochs, c1 0.5, gradient clip 0.5): sequences of 64 "
+            "steps (each env's whole rollout); each epoch 2 minibatches of 1 sequence x 64 steps = 64 samples per rank, "
+            "fewer than the 4 of 32 samples without --rnn: the rank's 128 steps hold 2 sequences (--bptt_len 32 or "
+            "more --envs_per_rank give as many)") in lines
     assert sorted(p.name for p in (tmp_path / "b" / "videos").iterdir())[0].endswith(".mp4")
     ck = torch.load(tmp_path / "b" / "latest.pt", weights_only=True)
     assert ck["obs_spec"] == [["image", "image", [1, 84, 84]]] and ck["ranks"][0]["rnn_state"].shape == (2, 128)  # h and c of 2 envs
@@ -298,3 +315,29 @@ def test_evaluate_replays_chunks_as_step_gave_them_one_step_at_a_time(kind, crit
                 torch.testing.assert_close(entropy[j:j + 1], dist.entropy(), rtol=0, atol=1e-6)
                 torch.testing.assert_close(values[j:j + 1], value, rtol=0, atol=1e-6)
     venv.close()
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_a_new_core_keeps_a_cue_over_16_steps_where_zero_gate_biases_halve_it_each_step(kind):
+    # With the recurrent weights and the input at zero the memory decays by the keeping gate alone: LSTM
+    # c_t = sigmoid(b_f) c_(t-1) (its candidate tanh(0) = 0), GRU h_t = sigmoid(b_z) h_(t-1) (its candidate 0). Zero
+    # biases (the core before chrono's init) keep 0.5^16 = 1.5e-5 of it after 16 steps; chrono's biases
+    # b = log(u), u ~ U[1, 31], keep E[(u / (1 + u))^16] = 0.34 of it on average, 0.60 in the longest-lived unit.
+    torch.manual_seed(0)
+    core = RecurrentCore(kind, 4, 256)
+    with torch.no_grad():
+        core.rnn.weight_hh_l0.zero_()
+    memory = torch.zeros(1, core.memory_size)
+    cell = slice(256, 512) if kind == "lstm" else slice(0, 256)  # the LSTM's c, the GRU's h
+    memory[:, cell] = 1.0
+    if kind == "lstm":  # h = 0: with W_hh = 0 it does not enter the gates anyway
+        memory[:, :256] = 0.0
+    for _ in range(16):
+        _, memory = core.step(torch.zeros(1, 4), memory)
+    kept = memory[0, cell]
+    assert float(kept.mean()) == pytest.approx(0.34, abs=0.04)
+    assert 0.5 < float(kept.max()) <= (31 / 32) ** 16 + 1e-6
+    keep_bias = core.rnn.bias_ih_l0[256:512]
+    assert float(keep_bias.min()) >= 0.0 and float(keep_bias.max()) <= np.log(31) + 1e-6
+    expected = torch.sigmoid(keep_bias).pow(16)
+    assert torch.allclose(kept, expected, atol=1e-6)  # step for step the gate alone, as computed by hand

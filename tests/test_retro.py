@@ -49,7 +49,8 @@ def test_airstriker_trains_on_its_screen_and_pad_with_one_emulator(airstriker):
     config = json.loads((ck / "air" / "config.json").read_text())
     assert config["env_name"] == "stable_retro:make" and json.loads(config["env_kwargs"])["game"] == GAME
     pixels = config["pixels"]
-    assert (pixels["frame_size"], pixels["frame_gray"], pixels["frame_stack"], pixels["frame_skip"]) == (84, True, 4, 4)
+    # frame skip 4 (stable_retro:make's), one frame: --rnn's own (the core remembers, no stack)
+    assert (pixels["frame_size"], pixels["frame_gray"], pixels["frame_stack"], pixels["frame_skip"]) == (84, True, 1, 4)
     assert config["rnn"] == "lstm"
 
 

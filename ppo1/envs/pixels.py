@@ -51,13 +51,14 @@ class Frames:
     key: str = ""  # --obs_key: the image entry of a Dict observation ("" = every image entry)
     vectors: bool = False  # --obs_vectors: a Dict's vector entries go to the network too
     upscale: bool = False  # --frame_upscale: an image smaller than `size` is resized (and grayed) too
+    codes: str = "off"  # --frame_codes: auto (codes where the space's high bound says so: looks_like_codes), on, off
 
     @classmethod
     def of(cls, config) -> "Frames":
         """The run's preprocessing (--frame_skip, --frame_size, --frame_gray, --frame_stack, --obs_key,
         --obs_vectors, --frame_upscale)."""
         return cls(config.frame_skip, config.frame_size, config.frame_gray, config.frame_stack, config.obs_key,
-                   config.obs_vectors, config.frame_upscale)
+                   config.obs_vectors, config.frame_upscale, config.frame_codes)
 
 
 def image_key(space, obs_key: str = "", env_name: str = "") -> str | None:
@@ -147,6 +148,17 @@ def frame_channels(channels: int, gray: bool) -> int:
     return 1
 
 
+# The highest value an integer image's space may declare for --frame_codes auto to read it as codes: a symbolic
+# grid's object, colour and state ids (MiniGrid's go to 10), far below an intensity's 255.
+CODES_MAX_HIGH = 31
+
+
+def looks_like_codes(space) -> bool:
+    """Whether an image space (a Box) holds codes rather than intensities: integer values whose declared high bound
+    is at most CODES_MAX_HIGH."""
+    return np.issubdtype(space.dtype, np.integer) and int(np.max(space.high)) <= CODES_MAX_HIGH
+
+
 def as_is(image_shape: tuple[int, ...], frames: Frames) -> Frames:
     """The preprocessing of images of `image_shape`: `frames`, or for an image smaller than --frame_size on both
     sides (a 7x7 symbolic view) its native size and channels (no upscaling, no gray) unless --frame_upscale."""
@@ -225,9 +237,14 @@ class PixelEnv:
         self.images = {IMAGE: keys[0]} if len(keys) == 1 else {k: k for k in keys}
         self._raw = {name: np.zeros(self._space(key).shape, np.uint8) for name, key in self.images.items()}
         self._frames = {name: as_is(self._space(key).shape, frames) for name, key in self.images.items()}
-        shapes = {name: obs_shape(self._space(key).shape, frames) for name, key in self.images.items()}
+        # --frame_codes: the images read as codes (auto: where the space's high bound says so), kept as they come
+        self.codes = frozenset(name for name, key in self.images.items() if frames.codes == "on" or (
+            frames.codes == "auto" and looks_like_codes(self._space(key))))
+        for name in self.codes:  # codes are not resized nor grayed (a mean of two ids is no id)
+            self._frames[name] = dataclasses.replace(self._frames[name], size=0, gray=False)
+        shapes = {name: obs_shape(self._space(key).shape, self._frames[name]) for name, key in self.images.items()}
         size = sum(entry_size(self.observation_space[k]) for k in self.vector_keys)
-        self.obs_spec = ObsSpec.of(shapes, vector=size, mask=self.masks.size if self.masks else 0)
+        self.obs_spec = ObsSpec.of(shapes, vector=size, mask=self.masks.size if self.masks else 0, codes=self.codes)
         first = shapes[next(iter(shapes))]
         self.stacked = frames.stack > 1 and first[0] == frames.stack  # stacks of one-channel frames
         self.obs = self.obs_spec.zeros()  # what the policy reads (reused: VecEnv copies it)
@@ -246,8 +263,10 @@ class PixelEnv:
                    else f"resized to {frames.size}x{frames.size}") + (", gray" if frames.gray and
                                                                       len(shape) == 3 and shape[2] > 1 else "")
             what = "image" if key is None else f"{key!r}"
+            codes = (f", as codes (values up to {int(np.max(self._space(key).high))}, not / 255)" if name in self.codes
+                     else "")
             parts.append(f"{name} {shapes[name]}: the env's {size} {what} {how}, "
-                         f"{frames.stack} frame{'s' if frames.stack > 1 else ''}")
+                         f"{frames.stack} frame{'s' if frames.stack > 1 else ''}{codes}")
         if self.vector_keys:
             parts.append(f"{VECTOR} ({self.obs_spec.vector_size},): {numbers(self.obs_spec.vector_size)} of "
                          f"{', '.join(map(repr, self.vector_keys))}")
