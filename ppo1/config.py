@@ -126,9 +126,9 @@ class Config:
     frame_codes: str = setting("off",
         "image-observation envs other than Atari and Procgen: images as codes (the numbers they are, not / 255): "
         "auto (integers whose space's high bound is 31 or less), on, off",
-        "Codes are never resized nor grayed. For symbolic views whose values are ids (object, colour, state) rather than intensities. New runs of such "
-        "envs have auto (their preset sets it); off, the field's default, is what a config.json without the setting "
-        "loads as.")
+        "Codes are never resized nor grayed. For symbolic views whose values are ids (object, colour, state) rather "
+        "than intensities. New runs of such envs have auto (their preset sets it); off, the field's default, is what "
+        "a config.json without the setting loads as.")
     model_type: str = setting("small",
         "policy network: small (the PPO paper's CNN, A3C), large (Nature DQN), impala (the IMPALA CNN) or "
         "mlp (2x64 tanh, for vector observations; the default there)",

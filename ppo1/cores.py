@@ -43,12 +43,12 @@ class RecurrentCore(nn.Module):
         self.kind, self.size = kind, size
         self.rnn = (nn.LSTM if kind == "lstm" else nn.GRU)(n_in, size, batch_first=True)
         self.memory_size = 2 * size if kind == "lstm" else size
-        for name, param in self.rnn.named_parameters():  # CleanRL ppo_atari_lstm: orthogonal, zero biases, then chrono's
+        for name, param in self.rnn.named_parameters():  # CleanRL ppo_atari_lstm: orthogonal, zero biases ...
             if name.startswith("weight"):
                 nn.init.orthogonal_(param, 1.0)
             else:
                 nn.init.zeros_(param)
-        chrono_init_(self.rnn, kind, size)
+        chrono_init_(self.rnn, kind, size)  # ... then chrono's gate biases
 
     def _to_rnn(self, memory: torch.Tensor):
         """(n, memory_size) -> what nn.LSTM (h0, c0) or nn.GRU (h0) takes: (1, n, size) each."""

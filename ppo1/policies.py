@@ -4,10 +4,10 @@
 and for an image smaller than small or large take, one that keeps its layout) to categorical logits (B, A) (Discrete
 actions; MultiDiscrete and MultiBinary: one categorical per dimension, ppo1.actions.MultiCategorical) and a value
 (B,); frames are scaled to [0, 1] inside the model (with `--frame_norm center`, less the running per-pixel mean the
-model keeps), so rollouts store uint8; an image of codes (observations.CODES) enters as the numbers it holds. `mlp` (baselines' `mlp_policy`) maps vector observations (B, D),
-normalised by a running mean/std kept identical on all ranks, through separate 2x64 tanh networks to
-a categorical (Discrete actions), one per dimension (MultiDiscrete, MultiBinary) or a diagonal Gaussian with
-state-independent log-std (Box actions) and a value. Linear layers use baselines' normc initialisation
+model keeps), so rollouts store uint8; an image of codes (observations.CODES) enters as the numbers it holds.
+`mlp` (baselines' `mlp_policy`) maps vector observations (B, D), normalised by a running mean/std kept identical on
+all ranks, through separate 2x64 tanh networks to a categorical (Discrete actions), one per dimension (MultiDiscrete,
+MultiBinary) or a diagonal Gaussian with state-independent log-std (Box actions) and a value. Linear layers use baselines' normc initialisation
 (policy head gain 0.01); conv layers use baselines' Glorot-uniform (= Xavier uniform).
 
 With `--rnn lstm` or `gru`, ppo1.cores.Cores (one recurrent layer of `--rnn_size`, and with `--rnn_critic separate`

@@ -168,19 +168,20 @@ def test_the_automatic_sequence_is_each_envs_whole_rollout_whatever_T(horizon):
 
 
 def test_rnn_over_an_image_preset_brings_its_own_defaults_the_preset_and_the_users_flags_win():
-    # paper: 1 frame, 128 units, 8 actors, 4 epochs, c1 0.5, gradient clip 0.5 (CleanRL ppo_atari_lstm), whole rollouts
+    # paper: 1 frame, 8 actors, 4 epochs, c1 0.5, gradient clip 0.5 (CleanRL ppo_atari_lstm), whole rollouts
     cfg = Config.for_preset(n_ranks=2, rnn="lstm")
     assert (cfg.frame_stack, cfg.rnn_size, cfg.envs_per_rank, cfg.optim_epochs, cfg.vf_coef, cfg.max_grad_norm,
-            cfg.seq_len()) == (1, 128, 4, 4, 0.5, 0.5, 128)
+            cfg.seq_len()) == (1, 256, 4, 4, 0.5, 0.5, 128)
     assert rnn_update_line(cfg) == (
-        "ppo1: --rnn lstm (128 units, critic shared, 1 frame, 4 epochs, c1 0.5, gradient clip 0.5): sequences of 128 "
+        "ppo1: --rnn lstm (256 units, critic shared, 1 frame, 4 epochs, c1 0.5, gradient clip 0.5): sequences of 128 "
         "steps (each env's whole rollout); each epoch 4 minibatches of 1 sequence x 128 steps = 128 samples per rank, "
         "as many as without --rnn")
     fast = Config.for_preset("fast", n_ranks=2, rnn="lstm", env_name="BreakoutNoFrameskip-v4")
     assert (fast.vf_coef, fast.envs_per_rank, fast.frame_stack) == (0.25, 16, 1)  # fast's own c1 and 32 actors stay
     vizdoom = Config.for_preset("vizdoom", rnn="gru")
     assert (vizdoom.optim_epochs, vizdoom.optim_batchsize, vizdoom.max_grad_norm) == (10, 4, 0.5)
-    given = Config.for_preset(rnn="lstm", frame_stack=4, envs_per_rank=2, optim_epochs=3, vf_coef=1.0, max_grad_norm=0.0)
+    given = Config.for_preset(rnn="lstm", frame_stack=4, envs_per_rank=2, optim_epochs=3, vf_coef=1.0,
+                              max_grad_norm=0.0)
     assert (given.frame_stack, given.envs_per_rank, given.optim_epochs, given.vf_coef, given.max_grad_norm) == (
         4, 2, 3, 1.0, 0.0)
     without = Config.for_preset(n_ranks=2)  # the feed-forward run keeps the paper's
@@ -228,7 +229,7 @@ def test_the_start_line_says_when_a_rank_holds_fewer_sequences_than_feed_forward
     cfg = Config.for_preset("vizdoom", rnn="gru", envs_per_rank=1, bptt_len=32)
     assert minibatch_sizes(cfg) == [32] * 4
     assert rnn_update_line(cfg) == (
-        "ppo1: --rnn gru (128 units, critic shared, 1 frame, 10 epochs, c1 0.5, gradient clip 0.5): sequences of 32 "
+        "ppo1: --rnn gru (256 units, critic shared, 1 frame, 10 epochs, c1 0.5, gradient clip 0.5): sequences of 32 "
         "steps; each epoch 4 minibatches of 1 sequence x 32 steps = 32 samples per rank, fewer than the 32 of 4 "
         "samples without --rnn: the rank's 128 steps hold 4 sequences (--bptt_len 4 or more --envs_per_rank give as "
         "many)")
