@@ -53,8 +53,10 @@ PRESETS: dict[str, dict] = {
     # optim_batchsize on the actors (FAST_MINIBATCH).
     # --precision auto: the torso's convolutions in bf16 where every rank's device has it (Pong 1.1M and Breakout
     # 2M over 3 seeds each within fp32's range: docs/benchmarks.md).
+    # With --rnn, sequences of 32 steps: each minibatch then mixes chunks of several envs (Pong 1.1M with an LSTM:
+    # +20.25; with each env's whole rollout one sequence, a minibatch is one env's 128 steps per rank: +14.2).
     "fast": {**CLEANRL, "clip_vloss": False, "model_type": "small", "optim_stepsize": 1.25e-3,
-             "lr_warmup": 100_000, "frame_norm": "center", "precision": "auto"},
+             "lr_warmup": 100_000, "frame_norm": "center", "precision": "auto", "bptt_len": 32},
     # ViZDoom's ids' default (measured on VizdoomBasic-v1: docs/benchmarks.md): the paper's settings with 10
     # epochs of minibatches of 4 samples per actor (as many gradient steps per sample as Stable-Baselines3's
     # ViZDoom example, 10 epochs of 64; the paper's 3 epochs of 32 barely move in 100k steps), rewards
@@ -97,7 +99,8 @@ PRESET_HELP = {
                "clipped); differs: its 8 envs are ranks x --envs_per_rank here",
     "fast": "fewest minutes on a few CPU cores, from cleanrl's settings; differs from them: small CNN, step size "
             "1.25e-3 warmed up over 100k steps, frames centred, value loss not clipped, minibatches of 256 "
-            "samples, --precision auto (the convolutions in bf16 where the hardware has it); PongNoFrameskip-v4: 8 "
+            "samples, --precision auto (the convolutions in bf16 where the hardware has it), with --rnn sequences of "
+            "32 steps; PongNoFrameskip-v4: 8 "
             "actors for 1.1M agent steps, every other game: 32 actors for 2M (envs_per_rank = actors / ranks, "
             "rounded up; see docs/history.md)",
     "vizdoom": "ViZDoom's ids (their default): the paper's settings with 10 epochs, minibatches of 4 samples "

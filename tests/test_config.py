@@ -111,11 +111,11 @@ def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
     fast = dataclasses.replace(Config(), **preset_values({"preset": "fast"}))
     clean = dataclasses.replace(Config(), **preset_values({"preset": "cleanrl"}))
     assert (fast.model_type, fast.optim_stepsize, fast.env_steps, fast.lr_warmup, fast.frame_norm,
-            fast.envs_per_rank, fast.optim_batchsize, fast.precision) == ("small", 1.25e-3, 1_100_000, 100_000,
-                                                                          "center", 8, 32, "auto")
+            fast.envs_per_rank, fast.optim_batchsize, fast.precision, fast.bptt_len) == (
+        "small", 1.25e-3, 1_100_000, 100_000, "center", 8, 32, "auto", 32)
     assert dataclasses.replace(fast, preset="cleanrl", model_type="large", optim_stepsize=2.5e-4,
                                env_steps=10_000_000, lr_warmup=0, frame_norm="scale", envs_per_rank=1,
-                               clip_vloss=True, precision="fp32") == clean
+                               clip_vloss=True, precision="fp32", bptt_len=0) == clean
 
 
 def test_presets_named_for_a_source_clip_the_value_loss_as_their_source_does():

@@ -177,7 +177,8 @@ def test_rnn_over_an_image_preset_brings_its_own_defaults_the_preset_and_the_use
         "steps (each env's whole rollout); each epoch 4 minibatches of 1 sequence x 128 steps = 128 samples per rank, "
         "as many as without --rnn")
     fast = Config.for_preset("fast", n_ranks=2, rnn="lstm", env_name="BreakoutNoFrameskip-v4")
-    assert (fast.vf_coef, fast.envs_per_rank, fast.frame_stack) == (0.25, 16, 1)  # fast's own c1 and 32 actors stay
+    # fast's own c1, 32 actors and sequences of 32 steps stay
+    assert (fast.vf_coef, fast.envs_per_rank, fast.frame_stack, fast.seq_len()) == (0.25, 16, 1, 32)
     vizdoom = Config.for_preset("vizdoom", rnn="gru")
     assert (vizdoom.optim_epochs, vizdoom.optim_batchsize, vizdoom.max_grad_norm) == (10, 4, 0.5)
     given = Config.for_preset(rnn="lstm", frame_stack=4, envs_per_rank=2, optim_epochs=3, vf_coef=1.0,
