@@ -15,7 +15,7 @@ import traceback
 from ppo1 import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
 from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_CODES, FRAME_NORMS, INITS, MODEL_TYPES, REWARD_CLIPS,
-                         PRECISIONS, RNN_CHOICES, RNN_CRITICS, Config, machine_defaults, preset_values)
+                         PRECISIONS, RNN_CHOICES, RNN_CRITICS, RNN_INITS, Config, machine_defaults, preset_values)
 from ppo1.presets import ALL_PRESETS, PRESET_HELP
 from ppo1.launch import HeldInterrupt, say_error_before_mpi, say_interrupted_while_starting
 
@@ -103,8 +103,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "adam_epsilon", "lr_warmup", "target_kl", "epsilon", "anneal_clip", "gamma", "lam", "ent_coef",
         "anneal_ent", "vf_coef", "clip_vloss", "adv_norm", "max_grad_norm"),
     "rewards and episodes": ("clip_reward", "reward_scale", "norm_reward", "episode_life", "max_episode_steps"),
-    "network": ("model_type", "init", "frame_norm", "rnn", "rnn_size", "rnn_critic", "bptt_len", "precision",
-                "compile"),
+    "network": ("model_type", "init", "frame_norm", "rnn", "rnn_size", "rnn_critic", "rnn_init", "bptt_len",
+                "precision", "compile"),
     "parallelism and devices": ("np", "envs_per_rank", "num_threads", "device", "deterministic",
                                 "sync_check_interval", "watchdog_timeout", "env_restarts",
                                 "env_restart_window", "env_step_timeout"),
@@ -120,7 +120,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
 _CHOICES = {"model_type": MODEL_TYPES, "init": INITS, "adv_norm": ADV_NORMS, "precision": PRECISIONS,
             "frame_norm": FRAME_NORMS, "frame_codes": FRAME_CODES, "distribution_mode": DISTRIBUTION_MODES,
             "clip_reward": REWARD_CLIPS,
-            "rnn": RNN_CHOICES, "rnn_critic": RNN_CRITICS,
+            "rnn": RNN_CHOICES, "rnn_critic": RNN_CRITICS, "rnn_init": RNN_INITS,
             "preset": tuple(ALL_PRESETS)}
 
 

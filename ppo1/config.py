@@ -19,6 +19,7 @@ ADV_NORMS = ("batch", "minibatch")
 PRECISIONS = ("fp32", "bf16", "auto")
 RNN_CHOICES = ("none", "lstm", "gru")  # --rnn: no recurrent core, or the kind of the policy's (policies.RecurrentCore)
 RNN_CRITICS = ("shared", "separate")  # --rnn_critic: the value head reads the policy's core, or a core of its own
+RNN_INITS = ("zeros", "chrono")  # --rnn_init: the gate biases of a new core (cores.chrono_init_)
 FRAME_NORMS = ("scale", "center")
 FRAME_CODES = ("auto", "on", "off")
 REWARD_CLIPS = ("auto", "sign", "none")
@@ -143,6 +144,12 @@ class Config:
     rnn_critic: str = setting("shared",
         "--rnn: the value head reads the policy's core (shared) or a core of its own on the same features "
         "(separate: ppo_lstm's, sb3-contrib RecurrentPPO's default; the state doubles)")
+    rnn_init: str = setting("zeros",
+        "--rnn: the gate biases a new core starts from: zeros (CleanRL's) or chrono (each unit keeps its memory over "
+        "1 to 31 steps at the start; --rnn's default on images)",
+        "Chrono: Tallec & Ollivier 2018, the LSTM forget gate's (GRU update gate's) bias log(u), u ~ U[1, 31]. On the "
+        "16-step screen cue 0.9 came at 26.6k steps against 57.9k; on CartPole without velocities, which needs the "
+        "last steps rather than a long memory, seed 0 ended at 112.9 against 465.9 with zeros.")
     bptt_len: int = setting(0,
         "--rnn: the update replays each env's steps in sequences of this many (backprop through time within one); "
         "it divides T; 0 = T, each env's whole rollout one sequence",
@@ -413,6 +420,7 @@ class Config:
         one_of("model_type", MODEL_TYPES)
         one_of("rnn", RNN_CHOICES)
         one_of("rnn_critic", RNN_CRITICS)
+        one_of("rnn_init", RNN_INITS)
         if self.rnn != "none" and self.compile:
             raise PPO1Error(f"--compile is not supported with --rnn {self.rnn}: leave one of them out")
         one_of("precision", PRECISIONS)
@@ -576,6 +584,8 @@ def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
         horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
                                                                    Config.timesteps_per_actorbatch))
         values["optim_batchsize"] = fast_optim_batchsize(n_ranks * envs, horizon, envs)
+        if horizon % values["bptt_len"]:  # --rnn's sequences of 32 need a T they divide; else each env's rollout
+            values["bptt_len"] = 0
     return values
 
 

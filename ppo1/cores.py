@@ -36,7 +36,7 @@ class RecurrentCore(nn.Module):
     episode's start. `step` advances it by one observation; `sequences` replays chunks of L steps from
     the memories saved at their starts, cut at the episode starts inside them, in one fused call."""
 
-    def __init__(self, kind: str, n_in: int, size: int):
+    def __init__(self, kind: str, n_in: int, size: int, init: str = "zeros"):
         super().__init__()
         if kind not in RNN_CHOICES[1:]:  # "none" makes no core
             raise PPO1Error(f"--rnn={kind!r} is invalid: must be one of {', '.join(RNN_CHOICES)}")
@@ -48,7 +48,8 @@ class RecurrentCore(nn.Module):
                 nn.init.orthogonal_(param, 1.0)
             else:
                 nn.init.zeros_(param)
-        chrono_init_(self.rnn, kind, size)  # ... then chrono's gate biases
+        if init == "chrono":  # ... or chrono's gate biases (--rnn_init)
+            chrono_init_(self.rnn, kind, size)
 
     def _to_rnn(self, memory: torch.Tensor):
         """(n, memory_size) -> what nn.LSTM (h0, c0) or nn.GRU (h0) takes: (1, n, size) each."""
@@ -111,12 +112,13 @@ class Cores:
         self.core, self.critic = core, critic
 
     @classmethod
-    def build(cls, kind: str, n_in: int, size: int, critic: str) -> "Cores":
+    def build(cls, kind: str, n_in: int, size: int, critic: str, init: str = "zeros") -> "Cores":
         """--rnn `kind` (lstm, gru) of `size` units on n_in features; critic `separate`: a second core for the value
-        head (`shared`: none)."""
+        head (`shared`: none); init: their gate biases (--rnn_init: zeros or chrono)."""
         if critic not in RNN_CRITICS:
             raise PPO1Error(f"--rnn_critic={critic!r} is invalid: must be one of {', '.join(RNN_CRITICS)}")
-        return cls(RecurrentCore(kind, n_in, size), RecurrentCore(kind, n_in, size) if critic == "separate" else None)
+        return cls(RecurrentCore(kind, n_in, size, init),
+                   RecurrentCore(kind, n_in, size, init) if critic == "separate" else None)
 
     @property
     def memory_size(self) -> int:

@@ -81,10 +81,10 @@ class ActorCritic(nn.Module):
         core's outputs) when given, else h."""
         return self.pi(h), self.vf(h if h_vf is None else h_vf).squeeze(-1)
 
-    def _add_cores(self, kind: str, n_in: int, size: int, critic: str) -> int:
+    def _add_cores(self, kind: str, n_in: int, size: int, critic: str, init: str = "zeros") -> int:
         """--rnn `kind` (not none): Cores of `size` units on n_in features (with critic `separate`, the value head's
         own core too), registered as this module's `core` and `critic_core`. Returns the features the heads read."""
-        self.cores = Cores.build(kind, n_in, size, critic)
+        self.cores = Cores.build(kind, n_in, size, critic, init)
         self.core, self.critic_core = self.cores.core, self.cores.critic
         return size
 
@@ -184,7 +184,8 @@ class CnnPolicy(ActorCritic):
     def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4, init: str = "normc",
                  frame_norm: str = "scale", obs_shape: tuple[int, int, int] | None = None,
                  nvec: tuple[int, ...] | None = None, rnn: str = "none", rnn_size: int = 256,
-                 stacked: bool | None = None, rnn_critic: str = "shared", spec: ObsSpec | None = None):
+                 stacked: bool | None = None, rnn_critic: str = "shared", spec: ObsSpec | None = None,
+                 rnn_init: str = "zeros"):
         super().__init__(spec or ObsSpec.of({IMAGE: tuple(obs_shape or (in_channels, 84, 84))}))
         images = self.spec.images
         self.image_names = [e.name for e in images]
@@ -214,7 +215,7 @@ class CnnPolicy(ActorCritic):
             self.nvec, self.action_shape = tuple(nvec), (len(nvec),)
         n_features = hidden + self.vec_dim
         if rnn != "none":  # the torsos' features (and the vector entry) enter the core(s)
-            n_features = self._add_cores(rnn, n_features, rnn_size, rnn_critic)
+            n_features = self._add_cores(rnn, n_features, rnn_size, rnn_critic, rnn_init)
         self.pi = linear_layer(n_features, num_actions, 0.01)
         self.vf = linear_layer(n_features, 1, 1.0)
         if init == "orthogonal":
@@ -342,14 +343,14 @@ class MlpPolicy(ActorCritic):
     """baselines' mlp_policy: normalised observations, separate 2x64 tanh networks for pi and V."""
 
     def __init__(self, obs_dim: int, action_space, hidden: int = 64, layers: int = 2, rnn: str = "none",
-                 rnn_size: int = 256, rnn_critic: str = "shared", spec: ObsSpec | None = None):
+                 rnn_size: int = 256, rnn_critic: str = "shared", spec: ObsSpec | None = None, rnn_init: str = "zeros"):
         """obs_dim: the numbers of the "vector" entry; spec: the observations' entries (default: that vector)."""
         super().__init__(spec or ObsSpec.of(vector=obs_dim))
         import gymnasium
         self.ob_rms = RunningMeanStd((obs_dim,))
         n_features = obs_dim
         if rnn != "none":  # as sb3-contrib's MlpLstmPolicy: the normalised observations enter the core(s)
-            n_features = self._add_cores(rnn, obs_dim, rnn_size, rnn_critic)
+            n_features = self._add_cores(rnn, obs_dim, rnn_size, rnn_critic, rnn_init)
 
         def mlp(out: int, gain: float) -> nn.Sequential:
             mods, n_in = [], n_features
@@ -392,7 +393,7 @@ class MlpPolicy(ActorCritic):
 
 def build(model_type: str, action_space, obs: ObsSpec | tuple[int, ...] = (4, 84, 84), init: str = "normc",
           frame_norm: str = "scale", rnn: str = "none", rnn_size: int = 256, stacked: bool | None = None,
-          rnn_critic: str = "shared") -> nn.Module:
+          rnn_critic: str = "shared", rnn_init: str = "zeros") -> nn.Module:
     """The policy of `--model_type` for an action space (or a number of discrete actions) and observations `obs`
     (an ObsSpec, or the shape of one entry: (C, H, W) an image, (D,) a vector): Discrete, MultiDiscrete or
     MultiBinary actions (and 1-D Box with `mlp`); rnn (`lstm`, `gru`, `none`): a RecurrentCore of rnn_size before
@@ -408,10 +409,11 @@ def build(model_type: str, action_space, obs: ObsSpec | tuple[int, ...] = (4, 84
     if model_type == "mlp":
         if spec.images:
             raise PPO1Error(f"--model_type=mlp needs vector observations, not images ({spec.describe()})")
-        return MlpPolicy(spec.vector_size, action_space, rnn=rnn, rnn_size=rnn_size, rnn_critic=rnn_critic, spec=spec)
+        return MlpPolicy(spec.vector_size, action_space, rnn=rnn, rnn_size=rnn_size, rnn_critic=rnn_critic, spec=spec,
+                         rnn_init=rnn_init)
     if model_type in ("small", "large", "impala") and not spec.images:
         raise PPO1Error(f"--model_type={model_type} needs image observations (C, H, W), not {spec.describe()}; "
                         "use --model_type mlp")
     nvec = None if isinstance(action_space, int) else action_nvec(action_space)
     return CnnPolicy(num_actions, model_type, init=init, frame_norm=frame_norm, nvec=nvec, rnn=rnn, rnn_size=rnn_size,
-                     stacked=stacked, rnn_critic=rnn_critic, spec=spec)
+                     stacked=stacked, rnn_critic=rnn_critic, spec=spec, rnn_init=rnn_init)

@@ -33,7 +33,7 @@ RECURRENT_VECTOR_ACTORS = 8
 # second here, but one seed of three short of the 48-step cue at 200k: docs/history.md). A setting the preset names
 # itself stays the preset's (fast: its actors, c1 0.25); flags the user gives win over both. Chrono's gate biases
 # (cores.chrono_init_) come with every core.
-RECURRENT_IMAGE = {"frame_stack": 1, "optim_epochs": 4, "vf_coef": 0.5, "max_grad_norm": 0.5}
+RECURRENT_IMAGE = {"frame_stack": 1, "optim_epochs": 4, "vf_coef": 0.5, "max_grad_norm": 0.5, "rnn_init": "chrono"}
 RECURRENT_IMAGE_ACTORS = 8
 
 # CleanRL ppo_atari.py (= baselines ppo2's Atari settings): Nature CNN, 4 epochs, orthogonal init, c1 0.25

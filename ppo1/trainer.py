@@ -158,7 +158,8 @@ class Trainer:
                                comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs_spec,
                                 init=cfg.init, frame_norm=cfg.frame_norm, rnn=cfg.rnn, rnn_size=cfg.rnn_size,
-                                stacked=self.venv.stacked, rnn_critic=cfg.rnn_critic).to(self.device)
+                                stacked=self.venv.stacked, rnn_critic=cfg.rnn_critic,
+                                rnn_init=cfg.rnn_init).to(self.device)
             self.reward_norm = RewardNormalizer(cfg.envs_per_rank, cfg.gamma) if cfg.norm_reward else None
             self.sign_rewards = cfg.sign_rewards(self.venv.family)
             self.optimizer = devices.make_adam(self.policy.parameters(), self.device, cfg.optim_stepsize,

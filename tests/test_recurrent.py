@@ -171,7 +171,8 @@ def test_rnn_over_an_image_preset_brings_its_own_defaults_the_preset_and_the_use
     # paper: 1 frame, 8 actors, 4 epochs, c1 0.5, gradient clip 0.5 (CleanRL ppo_atari_lstm), whole rollouts
     cfg = Config.for_preset(n_ranks=2, rnn="lstm")
     assert (cfg.frame_stack, cfg.rnn_size, cfg.envs_per_rank, cfg.optim_epochs, cfg.vf_coef, cfg.max_grad_norm,
-            cfg.seq_len()) == (1, 256, 4, 4, 0.5, 0.5, 128)
+            cfg.seq_len(), cfg.rnn_init) == (1, 256, 4, 4, 0.5, 0.5, 128, "chrono")
+    assert Config.for_preset(env_name="CartPole-v1", rnn="lstm").rnn_init == "zeros"  # vectors: ppo_lstm's zeros
     assert rnn_update_line(cfg) == (
         "ppo1: --rnn lstm (256 units, critic shared, 1 frame, 4 epochs, c1 0.5, gradient clip 0.5): sequences of 128 "
         "steps (each env's whole rollout); each epoch 4 minibatches of 1 sequence x 128 steps = 128 samples per rank, "
@@ -179,6 +180,9 @@ def test_rnn_over_an_image_preset_brings_its_own_defaults_the_preset_and_the_use
     fast = Config.for_preset("fast", n_ranks=2, rnn="lstm", env_name="BreakoutNoFrameskip-v4")
     # fast's own c1, 32 actors and sequences of 32 steps stay
     assert (fast.vf_coef, fast.envs_per_rank, fast.frame_stack, fast.seq_len()) == (0.25, 16, 1, 32)
+    # a T that 32 does not divide: each env's whole rollout (T 16: 16 steps; T 100: 100)
+    for horizon in (16, 100):
+        assert Config.for_preset("fast", rnn="lstm", timesteps_per_actorbatch=horizon).seq_len() == horizon
     vizdoom = Config.for_preset("vizdoom", rnn="gru")
     assert (vizdoom.optim_epochs, vizdoom.optim_batchsize, vizdoom.max_grad_norm) == (10, 4, 0.5)
     given = Config.for_preset(rnn="lstm", frame_stack=4, envs_per_rank=2, optim_epochs=3, vf_coef=1.0,
@@ -326,7 +330,9 @@ def test_a_new_core_keeps_a_cue_over_16_steps_where_zero_gate_biases_halve_it_ea
     # biases (the core before chrono's init) keep 0.5^16 = 1.5e-5 of it after 16 steps; chrono's biases
     # b = log(u), u ~ U[1, 31], keep E[(u / (1 + u))^16] = 0.34 of it on average, 0.60 in the longest-lived unit.
     torch.manual_seed(0)
-    core = RecurrentCore(kind, 4, 256)
+    core = RecurrentCore(kind, 4, 256, init="chrono")
+    zeros = RecurrentCore(kind, 4, 256)  # --rnn_init zeros: every keeping gate at sigmoid(0) = 1/2
+    assert float(zeros.rnn.bias_ih_l0.abs().max()) == 0.0
     with torch.no_grad():
         core.rnn.weight_hh_l0.zero_()
     memory = torch.zeros(1, core.memory_size)
