@@ -502,7 +502,7 @@ def _per_second(side: dict) -> str:
     return f"{side['steps'] / (minutes * 60):.0f}" if minutes > 0 else "nan"
 
 
-def plot_curves(out: str, env_name: str, title: str) -> str:
+def plot_curves(out: str, env_name: str, title: str, sb3_label: str = "Stable-Baselines3 (same settings)") -> str:
     """curves.png: ppo1 and SB3 (whichever CSVs exist) and the published points of env_name."""
     import matplotlib
     matplotlib.use("Agg")
@@ -513,7 +513,7 @@ def plot_curves(out: str, env_name: str, title: str) -> str:
         path = os.path.join(out, f"{name}.csv")
         if os.path.exists(path) and (rows := _read_curve(path)):
             ax.plot([r[0] for r in rows], [r[1] for r in rows], color=color,
-                    label="ppo1" if name == "ppo1" else "Stable-Baselines3 (same settings)")
+                    label="ppo1" if name == "ppo1" else sb3_label)
     markers = {"PPO paper (range of 3 seeds)": ("k", "s"), "baselines ppo2": ("tab:green", "^"),
                "CleanRL ppo_atari": ("tab:red", "o")}
     for label, points in PUBLISHED.get(env_name, {}).items():
@@ -554,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
                         "stable-retro, one emulator per process); on envs other than Atari")
     p.add_argument("--sb3_defaults", action="store_true",
                    help="SB3's side: sb3-contrib RecurrentPPO with its own defaults (run_sb3_recurrent_defaults), not "
-                        "ppo1's settings")
+                        "ppo1's settings (with --only plot: the curve's label)")
     p.add_argument("--ppo1_run", metavar="DIR",
                    help="with --only sb3: ppo1's curve (ppo1.csv) from a run this benchmark did not start, the "
                         "progress.csv in DIR (a run folder, or a results folder of bench.learning)")
@@ -596,7 +596,9 @@ def main(argv: list[str] | None = None) -> int:
             s = run_sb3(config, args.steps, args.seed, out, args.sb3_vec)
         lines.append(f"sb3:  {s['steps']} steps, {s['minutes']:.1f} min, {_per_second(s)} steps/s, "
                      f"mean of the last 100 games {s['ret100']:.2f}")
-    png = plot_curves(out, config.env_name, f"{config.env_name}, preset {name}, seed {args.seed}")
+    png = plot_curves(out, config.env_name, f"{config.env_name}, preset {name}, seed {args.seed}",
+                      "sb3-contrib RecurrentPPO (its defaults)" if args.sb3_defaults else
+                      "Stable-Baselines3 (same settings)")
     if lines:
         with open(os.path.join(out, "summary.txt"), "a") as f:
             f.write("".join(f"{line}\n" for line in lines))
