@@ -58,10 +58,6 @@ class RecurrentCore(nn.Module):
             return h.unsqueeze(0).contiguous(), c.unsqueeze(0).contiguous()
         return memory.unsqueeze(0).contiguous()
 
-    def _from_rnn(self, hidden) -> torch.Tensor:
-        """What nn.LSTM (h, c) or nn.GRU (h) returns as its last hidden state -> the memory (n, memory_size)."""
-        return torch.cat([hidden[0][0], hidden[1][0]], dim=-1) if self.kind == "lstm" else hidden[0]
-
     def step(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One step of n envs: x (n, n_in), memory (n, memory_size) -> (output (n, size), next memory). The layer's
         own weights through torch's one-step cell (lstm_cell, gru_cell): the same arithmetic as nn.LSTM / nn.GRU

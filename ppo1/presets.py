@@ -30,9 +30,10 @@ RECURRENT_VECTOR_ACTORS = 8
 # ppo_atari_lstm.py's settings where they differ from the feed-forward paper run: one frame (the core remembers, not a
 # stack), 8 actors, 4 epochs, c1 0.5, gradient-norm clip 0.5; with --bptt_len 0 (every preset's) each env's whole
 # rollout is one sequence (config.seq_len). The core keeps --rnn_size's 256 units (CleanRL: 128, 2.7x the steps per
-# second here, but one seed of three short of the 48-step cue at 200k: docs/history.md). A setting the preset names
+# second here, but one seed of three short of the 48-step cue at 200k: docs/memory.md). A setting the preset names
 # itself stays the preset's (fast: its actors, c1 0.25); flags the user gives win over both. Chrono's gate biases
-# (cores.chrono_init_) come with every core.
+# (--rnn_init chrono, cores.chrono_init_) on images only: vector envs keep zeros (CartPole without velocities needs
+# the last few steps and learned far less with chrono's).
 RECURRENT_IMAGE = {"frame_stack": 1, "optim_epochs": 4, "vf_coef": 0.5, "max_grad_norm": 0.5, "rnn_init": "chrono"}
 RECURRENT_IMAGE_ACTORS = 8
 
