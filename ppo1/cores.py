@@ -75,8 +75,11 @@ class RecurrentCore(nn.Module):
         (the memory there is zeros); memory0 (n, memory_size), the memory before each chunk's first step.
         Returns the outputs (n, L, size), as `step` gives them one step at a time.
 
-        Each chunk is cut into pieces at the episode starts inside it; the pieces run as one packed batch
-        (the first from its chunk's saved memory, the others from zeros)."""
+        Each chunk is cut into pieces at the episode starts inside it; the pieces run side by side as one padded
+        batch (the first from its chunk's saved memory, the others from zeros), as many steps as the longest. A
+        piece's padding comes after its last step, so it changes none of its outputs. Padded rather than packed:
+        the packed call's shrinking batch costs more in slicing (forward) and zero-filled gradients (backward) than
+        it saves, 1.9x the padded call's time over the 24x24 cue's 128-step sequence cut in 8 pieces (CPU)."""
         n, length = starts.shape
         if not bool(starts[:, 1:].any()):  # no episode starts inside a chunk: whole chunks
             return self.rnn(x, self._to_rnn(memory0))[0]
@@ -87,14 +90,12 @@ class RecurrentCore(nn.Module):
         first = flat.nonzero().squeeze(1)                # (P,) the flat index of each piece's first step
         lengths = torch.diff(first, append=first.new_tensor([n * length]))
         pos = torch.arange(n * length, device=x.device) - first[piece]  # each step's place in its piece
-        padded = x.new_zeros(len(first), length, x.shape[-1])
+        padded = x.new_zeros(len(first), int(lengths.max()), x.shape[-1])
         padded[piece, pos] = x.reshape(n * length, -1)
         init = memory0.new_zeros(len(first), self.memory_size)
         at_chunk_start = first % length == 0
         init[at_chunk_start] = memory0[first[at_chunk_start] // length]
-        packed = nn.utils.rnn.pack_padded_sequence(padded, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, _ = self.rnn(packed, self._to_rnn(init))
-        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=length)
+        out, _ = self.rnn(padded, self._to_rnn(init))
         return out[piece, pos].reshape(n, length, self.size)
 
 
