@@ -104,8 +104,9 @@ GBA_INSTALL = ("pip install -e '.[gba]' (mgba needs Debian's libmgba0.10)" if sy
 
 
 def make_env(rom: str = "", save: str | None = None, hold: int = 24, max_episode_steps: int = 65_536,
-             game_wrapper: bool = True, render_mode: str | None = None) -> gymnasium.Env:
-    """The env of one emulator running `rom` (from the battery save `save`, else from power-on)."""
+             game_wrapper: bool = True, render_mode: str | None = None, emulator_log: bool = False) -> gymnasium.Env:
+    """The env of one emulator running `rom` (from the battery save `save`, else from power-on). mGBA's own log
+    (a game's `GBA DMA: Invalid DMA source address`, thousands of lines a run) is silenced unless `emulator_log`."""
     if not rom:
         raise ValueError("give the path of your Pokemon Emerald ROM: --env_kwargs '{\"rom\": \"/path/to/emerald.gba\"}'")
     if not os.path.isfile(rom):
@@ -114,6 +115,9 @@ def make_env(rom: str = "", save: str | None = None, hold: int = 24, max_episode
         from pygba import PokemonEmerald, PyGBAEnv
     except ImportError as e:
         raise ImportError(f"{e}: {GBA_INSTALL}") from None
+    if not emulator_log:
+        import mgba.log
+        mgba.log.silence()  # the default logger of every core of this process
     gba, folder = load_gba(rom, save)
     try:
         untag_capsule_type()  # PyGBAEnv runs the emulator's first frame

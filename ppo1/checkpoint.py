@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import zipfile
 from typing import Any, Callable
 
 import numpy as np
@@ -41,6 +42,11 @@ RECENT = 100  # the mean return and length reported are over the last RECENT rea
 
 class CheckpointWriteError(OSError):
     """A checkpoint could not be written (disk full, file too large, I/O error); older ones are intact."""
+
+
+class NewerCheckpoint(PPO1Error):
+    """A checkpoint of a format newer than FORMAT: written by a later ppo1. Never skipped for an older one (the
+    run would go on from behind it) and never deleted."""
 
 
 _CKPT_RE = re.compile(r"^ckpt-(\d+)\.pt$")
@@ -134,11 +140,41 @@ def save(run_dir: str, state: TrainState, config: Config, keep: int = 3) -> str:
         raise CheckpointWriteError(f"{target}: {cause(e)}") from e
     _fsync_dir(run_dir)
     for old in list_checkpoints(run_dir)[max(keep, 1):]:
-        try:
-            os.unlink(old)
-        except OSError:
-            pass
+        if _removable(old, state.iteration):
+            with contextlib.suppress(OSError):
+                os.unlink(old)
     return path
+
+
+def _removable(path: str, iteration: int) -> bool:
+    """Whether keep-last-k may delete the numbered checkpoint `path` after a save of `iteration`: one of an earlier
+    iteration that this ppo1 reads (a file of a newer format, or one it cannot read, is left where it is)."""
+    m = _CKPT_RE.match(os.path.basename(path))
+    if m is None or int(m.group(1)) >= iteration:
+        return False
+    try:  # mapped, not read: only the few bytes of its dict's plain entries are touched
+        data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:
+        return False
+    return isinstance(data, dict) and data.get("format") in (1, FORMAT)
+
+
+def check_room(run_dir: str, model: torch.nn.Module) -> None:
+    """Before a new run's first iteration: PPO1Error where the file system of `run_dir` has less room than one
+    checkpoint of `model` takes (its parameters and buffers, Adam's two moments of each parameter, 64 kB for the
+    rest), so that a run that could keep nothing stops at its start, not after its last iteration."""
+    tensors = list(model.parameters()) + list(model.buffers())
+    need = sum(t.numel() * t.element_size() for t in tensors) + 2 * sum(
+        p.numel() * 4 for p in model.parameters()) + 65536
+    try:
+        st = os.statvfs(run_dir)
+    except OSError:  # where the file system cannot say, the first save will
+        return
+    free = st.f_bavail * st.f_frsize
+    if free < need:
+        raise PPO1Error(f"the file system of {run_dir} has {free / 1e6:.2f} MB free, less than one checkpoint of this "
+                        f"run takes (about {need / 1e6:.2f} MB): free some space or train into another "
+                        "--checkpoint_dir")
 
 
 def _write_state(path: str, state: "TrainState") -> memoryview:
@@ -233,10 +269,14 @@ class RankParts:
         """parts: name -> the part, None for one this run has not (left out); loaded in this order."""
         self.parts = {name: part for name, part in parts.items() if part is not None}
 
-    def state_dict(self) -> dict:
+    def state_dict(self, games: bool = True) -> dict:
+        """The rank's entry. games False: without the games (an env stop: an env may be broken mid-rollout): the
+        parts `with_games` left out and the envs' `without_games()` (what a resume makes them anew from)."""
         data: dict = {}
         for name, part in self.parts.items():
-            own = part.state_dict()
+            if not games and part.with_games:
+                continue
+            own = part.state_dict() if games or not hasattr(part, "without_games") else part.without_games()
             if set(own) & set(data):
                 raise ValueError(f"rank part {name!r} saves keys {sorted(set(own) & set(data))} another part saves")
             data.update(own)
@@ -300,8 +340,13 @@ class TrainState:
         ppo1 checkpoint of format FORMAT with what play and movie need, and, with `resume`, all that
         a training resumes from. A checkpoint of format 1 is read as `upgrade` makes it."""
         data = upgrade(data, path)
+        written = data.get("format") if isinstance(data, dict) else None
+        if isinstance(written, int) and not isinstance(written, bool) and written > FORMAT:
+            raise NewerCheckpoint(f"checkpoint {path} was written by a newer ppo1 (checkpoint format {written}; this "
+                                  f"ppo1 reads formats 1 to {FORMAT}): resume or play it with that ppo1 (pip install "
+                                  "-U ppo1), or train anew with --fresh, which moves this run aside and keeps its files")
         if not isinstance(data, dict) or data.get("format") != FORMAT or "model" not in data:
-            raise PPO1Error(f"checkpoint {path} is not a ppo1 checkpoint (format {FORMAT})")
+            raise PPO1Error(f"checkpoint {path} is not a ppo1 checkpoint (it holds no model and no checkpoint format)")
         _check_keys(data, path, _REQUIRED)
         config_from_data(data["config"], f"checkpoint {path}")
         if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in data["model"].items()):
@@ -484,8 +529,27 @@ def load(path: str, resume: bool = False) -> TrainState:
     try:
         data = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # truncated zip, bad pickle, forbidden global, a directory ...
-        raise PPO1Error(f"checkpoint {path} is corrupt or unreadable: {_torch_reason(e)}") from None
+        raise PPO1Error(f"checkpoint {path} {_unreadable(path, e)}") from None
     return TrainState.from_checkpoint(data, path, resume)
+
+
+def _unreadable(path: str, e: Exception) -> str:
+    """Why torch.load could not read the file at `path`, in words: empty, not the zip archive torch.save writes,
+    truncated (the archive's end is missing), or what torch said."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(4)
+    except OSError as err:
+        return f"cannot be read: {cause(err)}"
+    if size == 0:
+        return "is empty (0 bytes)"
+    if head != b"PK\x03\x04":
+        return "is not a checkpoint: not the zip archive torch.save writes"
+    if not zipfile.is_zipfile(path):
+        return (f"is truncated: its {size} bytes end before the end of its zip archive (a copy or a write cut "
+                "short)")
+    return f"is corrupt or unreadable: {_torch_reason(e)}"
 
 
 def _check_resumable(state: dict, path: str) -> None:
@@ -512,6 +576,8 @@ def load_newest(run_dir: str, resume: bool = False) -> tuple[TrainState | None, 
     for path in candidates:
         try:
             return load(path, resume), path, problems
+        except NewerCheckpoint:  # the run went on with a later ppo1: resuming from behind it would lose that
+            raise
         except PPO1Error as e:
             problems.append(str(e))
     if problems:

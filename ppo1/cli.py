@@ -146,13 +146,22 @@ class _Formatter(argparse.HelpFormatter):
         return [line for part in text.splitlines() for line in split(part, width)]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_name(module: str, argv0: str) -> str:
+    """The command the user ran, as --help and argparse's errors name it: `python -m run_atari`, `python -m ppo1`
+    (argv0 ppo1/__main__.py) or the `ppo1` command (its script)."""
+    if module == "run_atari":
+        return "python -m run_atari"
+    return "python -m ppo1" if os.path.basename(argv0) == "__main__.py" else "ppo1"
+
+
+def build_parser(command: str = "python -m run_atari") -> argparse.ArgumentParser:
+    """The command line's parser; `command`: what the user ran (command_name), in the usage and examples."""
     p = _Parser(
-        prog="run_atari", formatter_class=_Formatter,
-        usage="python -m run_atari [--np N] [--mode {train,play,movie,plot}] [--preset NAME] "
+        prog=command, formatter_class=_Formatter,
+        usage=f"{command} [--np N] [--mode {{train,play,movie,plot}}] [--preset NAME] "
               "[--env_name ID] [--FLAG VALUE ...]",
         description="PPO (Schulman et al., 2017) on Atari, MPI-parallel: "
-        "python -m run_atari --np 2 --preset fast (or mpirun -np N python -m run_atari ...)")
+        f"{command} --np 2 --preset fast (or mpirun -np N {command} ...)")
     groups = {title: p.add_argument_group(title) for title in GROUPS}
     where = {name: groups[title] for title, names in GROUPS.items() for name in names}
     where["mode"].add_argument(
@@ -255,7 +264,7 @@ def main(argv: list[str] | None = None, held: HeldInterrupt | None = None, modul
     the ranks of --np run (`python -m run_atari` or `python -m ppo1`). Returns the exit status."""
     held = (held or HeldInterrupt()).hold()  # until every rank is past MPI_Init (see HeldInterrupt)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(command_name(module, sys.argv[0])).parse_args(argv)
         if args.np:  # run this command again as args.np ranks under mpirun; this process becomes mpirun
             _mpi_fork(args.np, sys.argv[1:] if argv is None else argv, module)
         started = _start(args.mode)

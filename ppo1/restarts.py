@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 
-from ppo1 import PPO1Error
 from ppo1.envs import EnvCrash
 from ppo1.stops import say
 
@@ -70,13 +69,12 @@ class EnvRestarts:
         except OSError:
             return False
 
-    def error(self, e: Exception, iteration: int) -> PPO1Error:
-        """The error that ends training for `e` (EnvDataError or EnvCrash) in `iteration`, naming the restarts it
-        went past and where an env's own traceback is kept."""
+    def error(self, e: Exception, iteration: int) -> str:
+        """Why training stops for `e` (EnvDataError or EnvCrash) in `iteration`, naming the restarts it went past
+        and where an env's own traceback is kept (Trainer.env_stop adds what became of the work)."""
         where = f"training stopped in iteration {iteration}: {e}"
         if isinstance(e, EnvCrash) and e.restartable and not e.ours and self.limit:
             where += f", one more than --env_restarts {self.limit} allows {self.span}"
         if isinstance(e, EnvCrash) and self.keep_trace(e.trace):
             where += f" (traceback in {self.trace_path})"
-        return PPO1Error(f"{where}; nothing of this iteration was used, the newest checkpoint on disk is the "
-                         "last good one")
+        return where

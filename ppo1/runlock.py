@@ -27,6 +27,17 @@ _STALE = re.compile(r"^\.(?:(?:ckpt-\d+\.pt|latest\.pt|best\.pt|config\.json)\.t
                     r"|recording-\d+\.(?:mp4|gif))$")
 
 
+def remove_if_only_lock(run_dir: str) -> None:
+    """Remove a run directory that holds nothing but its lock file (a start that was refused or ended before any
+    work); any other directory stays as it is."""
+    try:
+        if os.path.isdir(run_dir) and os.listdir(run_dir) == [LOCK]:
+            os.unlink(os.path.join(run_dir, LOCK))
+            os.rmdir(run_dir)
+    except OSError:
+        pass  # another process wrote there meanwhile, or it cannot be removed: it stays
+
+
 class RunLocked(PPO1Error):
     """Another training holds the run directory."""
 
@@ -95,11 +106,7 @@ class RunLock:
         full disk): a directory holding nothing but the lock file (this start made it, or an earlier refused
         one did) is removed with it."""
         try:
-            if os.path.isdir(self.run_dir) and os.listdir(self.run_dir) == [LOCK]:
-                os.unlink(self.path)
-                os.rmdir(self.run_dir)
-        except OSError:
-            pass  # another process wrote there meanwhile, or it cannot be removed: it stays
+            remove_if_only_lock(self.run_dir)
         finally:
             self.release()
 

@@ -20,9 +20,10 @@ from ppo1.advantages import RewardNormalizer, gae, shape_rewards
 from ppo1.bounds import check_batch_memory
 from ppo1.checkpoint import ModelIO, RankParts, RankRngs, TrainState
 from ppo1.config import Config
-from ppo1.distributed import Comm
+from ppo1.distributed import Comm, flush_console, kill_descendants
 from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, Spares, make_vec_env
 from ppo1.envs.calls import CallTimer
+from ppo1.envs.faults import EngineFaults
 from ppo1.evaluation import BestSoFar, Evaluation
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder, timed
@@ -76,12 +77,13 @@ class Trainer:
         self.evaluation: Evaluation | None = None  # --eval_interval: this rank's evaluation envs
         self.best = BestSoFar(config.run_dir)  # rank 0: the best evaluation so far and best.pt
         self.wandb: WandbLog | None = None  # --wandb: rank 0's W&B run (None elsewhere, or when it did not start)
+        self.lock: runlock.RunLock | None = None  # rank 0: the run directory's lock (setup)
 
     def run(self) -> dict:
         """Train until config.env_steps agent steps (whole iterations), a signal, or `stop_after`
         iterations. Returns the final counters and the process exit code (0, or 128 + signal number)."""
-        try:
-            with self.calls:  # --env_step_timeout, from the envs' first reset (setup) until the loop ends
+        try:  # --env_step_timeout, from the envs' first reset (setup) until the loop ends; an engine's fatal signal
+            with self.calls, EngineFaults(self.env_call, self.comm.rank, self.end_now):
                 self.resume(*self.setup())
                 self.loop()
         except BaseException:  # an error ends the run: so does its W&B run, marked failed, with wandb's processes
@@ -113,6 +115,20 @@ class Trainer:
                 wd.beat()
                 if final:
                     break
+
+    def end_now(self, code: int) -> None:
+        """End this rank (and under MPI the job) at once with `code`, from inside a fatal signal's handler
+        (EngineFaults): a new run's folder that holds only its lock removed (by any rank: rank 0 may be waiting in a
+        collective, to be ended by the abort), the envs' processes ended."""
+        runlock.remove_if_only_lock(self.config.run_dir)
+        if self.comm.size > 1:
+            try:
+                self.comm.abort(code)  # MPI_Abort, which may return before the launcher ends this rank
+            except SystemExit:
+                pass
+        flush_console()
+        kill_descendants()
+        os._exit(code)
 
     def env_call(self) -> tuple | None:
         """The env call this rank is in (VecEnv.calling), None outside one or before the envs are made."""
@@ -166,6 +182,8 @@ class Trainer:
                                                cfg.adam_epsilon, compiled=cfg.compile)
             if comm.is_root:
                 saved, path = self._newest_checkpoint()
+                if saved is None:  # a new run that could keep nothing is refused now, not after its last iteration
+                    checkpoint.check_room(cfg.run_dir, self.policy)
                 self.best.load(self.log, say_score=bool(cfg.eval_interval))
             if cfg.eval_interval:  # made once, here: an env that cannot be made stops the run before any work
                 self.evaluation = Evaluation(cfg, comm, saved.iteration if saved is not None else 0)
@@ -216,6 +234,7 @@ class Trainer:
         except Exception as e:
             error = PPO1Error(f"checkpoint {path} does not fit this run and cannot be restored: {error_line(e)}")
         comm.agree(error)
+        self.kept = (self.state.iteration, path)  # the newest checkpoint of the run's work: (its iteration, file)
         comm.broadcast_parameters(self.policy)
         comm.check_synced(self.policy)
         self._open_logs()
@@ -274,15 +293,37 @@ class Trainer:
     # ------------------------------------------------------------------ one iteration
     @timed("rollout")
     def collect(self) -> Segment:
-        """The rollout of T steps in each env. What an env does wrong (data ppo1 cannot train on, an exception of
-        its own: its traceback into the run directory) is one PPO1Error naming the iteration, raised before
-        anything of it is used: the newest checkpoint stays the last good one."""
+        """Collective: the rollout of T steps in each env. What an env does wrong on any rank (data ppo1 cannot
+        train on, an exception of its own past --env_restarts: its traceback into the run directory) stops the
+        run on every rank before anything of this iteration is used, its work kept (env_stop)."""
         iteration = self.state.iteration + 1
         self.restarts.begin(iteration)  # an env made anew meanwhile: a warning on the rank, its trace kept
+        seg, why = None, None
         try:
-            return self.collector.collect()
+            seg = self.collector.collect()
         except (EnvDataError, EnvCrash) as e:
-            raise self.restarts.error(e, iteration) from None
+            why = self.restarts.error(e, iteration)
+        self.wd.phase = "env stop allgather"
+        stops = [w for w in self.comm.allgather(why) if w is not None]
+        if stops:
+            self.env_stop(stops[0])
+        return seg
+
+    def env_stop(self, why: str) -> None:
+        """Collective: end training for an env's fault `why` (the lowest rank's) with the work of the iterations
+        done kept: a checkpoint of the last complete iteration, unless one is on disk already; its games start
+        anew on resume (an env may have broken mid-rollout). Raises the one line every rank exits with."""
+        state, latest = self.state, os.path.join(self.config.run_dir, checkpoint.LATEST)
+        if state.iteration == self.kept[0]:
+            kept = (f"{self.kept[1]} holds its work up to iteration {state.iteration}" if state.iteration
+                    else "no iteration was complete, so there is no work to keep")
+        else:
+            problem = self.save(games=False)
+            kept = (f"{latest} now holds iteration {state.iteration} (its games start anew on resume)"
+                    if problem is None else f"{problem}")
+        err = PPO1Error(f"{why}; nothing of this iteration was used; {kept}")
+        err.all_ranks = True
+        raise err
 
     @timed("advantages")
     def advantages(self, seg: Segment) -> None:
@@ -411,12 +452,13 @@ class Trainer:
                 self.log(f"ppo1: warning: {problem}; training continues")
         return final
 
-    def save(self) -> str | None:
-        """Collective: rank 0 writes a checkpoint of every rank's state. Returns the error, if any."""
+    def save(self, games: bool = True) -> str | None:
+        """Collective: rank 0 writes a checkpoint of every rank's state (games False: without the envs' games,
+        RankParts.state_dict). Returns the error, if any."""
         comm, state = self.comm, self.state
         self.wd.phase = "checkpoint gather"
         norm = self.reward_norm  # --norm_reward: its statistics, rank 0's = every rank's (the returns: rank_parts)
-        ranks = comm.gather(self.rank_parts.state_dict())
+        ranks = comm.gather(self.rank_parts.state_dict(games))
         problem = None
         if comm.is_root:
             snapshot = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()),
@@ -428,7 +470,10 @@ class Trainer:
             except checkpoint.CheckpointWriteError as e:
                 problem = f"checkpoint at iteration {state.iteration} not written ({e}); " + (
                     "the previous one is intact" if self.checkpointed() else "no checkpoint of this run exists yet")
-        return comm.bcast(problem)
+        problem = comm.bcast(problem)
+        if problem is None:
+            self.kept = (state.iteration, os.path.join(self.config.run_dir, checkpoint.LATEST))
+        return problem
 
     def checkpointed(self) -> bool:
         """Rank 0: whether the run directory holds a checkpoint (latest.pt or a numbered one)."""

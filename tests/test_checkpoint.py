@@ -58,7 +58,41 @@ def test_truncated_newest_falls_back_to_the_previous_one(tmp_path):
         f.truncate(size // 2)
     s, path, problems = checkpoint.load_newest(str(tmp_path))
     assert s.iteration == 1 and path.endswith("ckpt-00000001.pt")
-    assert len(problems) == 2 and "corrupt" in problems[0]
+    assert problems == [f"checkpoint {tmp_path / name} is truncated: its {size // 2} bytes end before the end of its "
+                        "zip archive (a copy or a write cut short)" for name in ("latest.pt", "ckpt-00000002.pt")]
+
+
+@pytest.mark.parametrize("content, said", [
+    (b"", "is empty (0 bytes)"),
+    (os.urandom(4000), "is not a checkpoint: not the zip archive torch.save writes"),
+], ids=["empty", "random-bytes"])
+def test_a_file_that_is_no_checkpoint_is_named_so(tmp_path, content, said):
+    (tmp_path / "latest.pt").write_bytes(content.replace(b"PK", b"pk"))
+    with pytest.raises(PPO1Error) as e:
+        checkpoint.load(str(tmp_path / "latest.pt"))
+    assert str(e.value) == f"checkpoint {tmp_path / 'latest.pt'} {said}"
+
+
+def test_a_newer_checkpoint_is_refused_never_skipped_and_keep_last_k_deletes_only_what_it_reads(tmp_path):
+    # iterations 1-6 written by this ppo1; 7 and 8 (and latest.pt) by a later one, of format 99
+    for i in range(1, 9):
+        checkpoint.save(str(tmp_path), state(i), Config(), keep=10)
+    for name in ("ckpt-00000007.pt", "ckpt-00000008.pt"):
+        data = torch.load(tmp_path / name, weights_only=True)
+        torch.save({**data, "format": 99}, tmp_path / name)
+    os.unlink(tmp_path / "latest.pt")
+    os.link(tmp_path / "ckpt-00000008.pt", tmp_path / "latest.pt")
+    with pytest.raises(checkpoint.NewerCheckpoint) as e:
+        checkpoint.load_newest(str(tmp_path), resume=False)
+    assert str(e.value) == (
+        f"checkpoint {tmp_path / 'latest.pt'} was written by a newer ppo1 (checkpoint format 99; this ppo1 reads "
+        "formats 1 to 2): resume or play it with that ppo1 (pip install -U ppo1), or train anew with --fresh, which "
+        "moves this run aside and keeps its files")
+    # a save (of iteration 9, keep 2) deletes the older checkpoints this ppo1 reads, not the newer format's
+    (tmp_path / "ckpt-00000005.pt").write_bytes(b"garbage")  # unreadable: left where it is
+    checkpoint.save(str(tmp_path), state(9), Config(), keep=2)
+    assert sorted(n for n in os.listdir(tmp_path) if n.startswith("ckpt")) == [
+        "ckpt-00000005.pt", "ckpt-00000007.pt", "ckpt-00000008.pt", "ckpt-00000009.pt"]
 
 
 def test_all_checkpoints_corrupt_is_an_error_not_a_fresh_start(tmp_path):

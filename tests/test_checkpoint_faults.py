@@ -54,6 +54,16 @@ def test_a_checkpoint_that_does_not_fit_the_model_is_one_line_on_every_rank(smal
     one_line_error(r, f"checkpoint {run / 'latest.pt'} does not fit this run")
 
 
+def test_a_checkpoint_of_a_newer_ppo1_is_refused_in_one_line_and_no_file_is_touched(small_run, tmp_path):
+    run = copy_run(small_run, tmp_path)
+    _rewrite(run, lambda s: s.update(format=99))  # latest.pt and ckpt-2, as a later ppo1 writes them
+    before = {name: digest(run / name) for name in os.listdir(run) if name != "train.lock"}
+    r = run_cli([*FAST, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "512"])
+    one_line_error(r, f"checkpoint {run / 'latest.pt'} was written by a newer ppo1 (checkpoint format 99")
+    assert "using an older checkpoint" not in r.stdout + r.stderr
+    assert {name: digest(run / name) for name in os.listdir(run) if name != "train.lock"} == before
+
+
 def test_a_checkpoint_holding_code_is_refused_without_torch_advice(small_run, tmp_path):
     run = copy_run(small_run, tmp_path)
     _rewrite(run, lambda s: s.update(evil=socket.AddressFamily.AF_INET))

@@ -16,7 +16,10 @@ def trained(pong_run):
 
 def test_two_rank_training_logs_iterations_and_writes_progress_csv(trained):
     ck, r = trained
-    assert "ppo1: the policy reads image (4, 84, 84)\n" in r.stdout  # what the policy reads, said once at start
+    # what the policy reads and how it was preprocessed, said once at start
+    assert r.stdout.count("ppo1: the policy reads image (4, 84, 84): the emulator's screen, each action repeated for "
+                          "4 frames and the last 2 maxed, gray, resized to 84x84, 4 frames; up to 30 no-ops at a "
+                          "start, then FIRE; a lost life ends the agent's episode\n") == 1
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == "ppo1: device cpu on all 2 ranks", r.stdout  # every rank's device, agreed
     assert "2 ranks x 2 envs = 4 actors" in r.stdout

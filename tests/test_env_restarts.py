@@ -69,6 +69,41 @@ def test_with_no_restart_left_the_env_crash_names_the_env_and_keeps_its_tracebac
         venv.close()
 
 
+@pytest.mark.parametrize("limit", [4, 2])
+def test_a_new_env_whose_reset_raises_again_is_one_more_restart_and_the_stop_names_the_reset(limit, tmp_path, capfd):
+    # the env's step raises in its 3rd step; the first 2 envs made in its place raise in their reset: 3 restarts
+    badenv = importlib.import_module("tests.badenv")
+    badenv.MADE[0], badenv.FAILED_RESETS[0] = 0, 0
+    venv = make_vec_env("tests.badenv:make", 1, seed=0, rank=0,
+                        options=EnvOptions(env_kwargs=json.dumps({"fault": "raise", "at": 3, "bad_resets": 2})))
+    try:
+        restarts = EnvRestarts(limit, 0, 0, str(tmp_path))
+        restarts.begin(1)
+        venv.mend_with(restarts)
+        venv.reset()
+        venv.step(np.array([0]))
+        venv.step(np.array([0]))
+        if limit == 4:  # 3 restarts, the third env starts: the step ends its game as a crash, the run goes on
+            done = venv.step(np.array([0]))
+            assert done.crashed == {0} and venv.made == [3] and restarts.iterations == [1, 1, 1]
+            warnings = capfd.readouterr().err.strip().splitlines()
+            assert [w.split("; made it anew")[0] for w in warnings] == [
+                "ppo1: warning: rank 0, iteration 1: env 0 raised RuntimeError: the emulator lost its state"] + [
+                "ppo1: warning: rank 0, iteration 1: env 0 raised RuntimeError: the engine failed to start in the "
+                "reset of the env made in its place"] * 2
+            assert [w.split("made it anew (")[1][:6] for w in warnings] == ["1 of -", "2 of -", "3 of -"]
+        else:  # the step's raise and the first failed reset take both restarts: the second failed reset stops it
+            with pytest.raises(EnvCrash, match="^env 0 raised RuntimeError: the engine failed to start in its "
+                                               "reset$") as e:
+                venv.step(np.array([0]))
+            assert e.value.restartable and not e.value.ours and restarts.iterations == [1, 1]
+            assert restarts.error(e.value, 1).startswith(
+                "training stopped in iteration 1: env 0 raised RuntimeError: the engine failed to start in its reset, "
+                "one more than --env_restarts 2 allows in the run on rank 0")
+    finally:
+        venv.close()
+
+
 @pytest.mark.parametrize("raised", [SystemExit(3), ValueError("bad")], ids=["system-exit", "value-error"])
 def test_what_the_env_raises_is_mended_and_what_ppo1s_own_code_raises_is_not(raised, tmp_path):
     venv = make_vec_env("CartPole-v1", 2, seed=0, rank=0)
@@ -118,17 +153,17 @@ def test_the_restart_budget_and_the_envs_seeds_carry_across_a_resume_and_one_res
     latest = tmp_path / "child" / "latest.pt"
     ranks = torch.load(latest, weights_only=True)["ranks"]
     assert [(st["restarts"], st["env_made"]) for st in ranks] == [([2], [1]), ([2], [1])]
-    r = run_cli(common, np_=2)
+    # the resume checkpoints every 50 iterations: the stop in iteration 4 writes iteration 3's on both ranks
+    r = run_cli([*common, "--save_interval", "50"], np_=2)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "resuming from" in r.stdout and "Traceback" not in r.stdout + r.stderr
-    error = [line for line in r.stderr.splitlines() if "error" in line]
-    assert error and error[0].startswith("ppo1: error on rank ") and error[0].endswith(
-        ": training stopped in iteration 4: env 0 raised RuntimeError: the engine exited unexpectedly in its step, one "
-        f"more than --env_restarts 1 allows in the run on rank {error[0].split()[4][:-1]} (traceback in "
-        f"{tmp_path / 'child'}/env-error-rank{error[0].split()[4][:-1]}.txt); nothing of this iteration was used, the "
-        "newest checkpoint on disk is the last good one")
+    assert [line for line in r.stderr.splitlines() if "error" in line] == [
+        "ppo1: error: training stopped in iteration 4: env 0 raised RuntimeError: the engine exited unexpectedly in "
+        "its step, one more than --env_restarts 1 allows in the run on rank 0 (traceback in "
+        f"{tmp_path / 'child'}/env-error-rank0.txt); nothing of this iteration was used; {latest} now holds "
+        "iteration 3 (its games start anew on resume)"], r.stderr
     saved = torch.load(latest, weights_only=True)
-    assert saved["iteration"] == 3 and [st["env_made"] for st in saved["ranks"]] == [[2], [2]]
+    assert saved["iteration"] == 3 and [(st["envs"], st["env_made"]) for st in saved["ranks"]] == [(None, [2])] * 2
 
 
 def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_it_had_before_it(tmp_path):

@@ -17,8 +17,9 @@ import torch  # noqa: F401  (as in every ppo1 process)
 import sys
 sys.path.insert(0, sys.argv[1])
 from examples.pokemon_emerald import make_env
-make_env(sys.argv[2], game_wrapper=False).reset()
-print("booted")
+make_env(sys.argv[2], game_wrapper=False, emulator_log=sys.argv[3] == "log").reset()
+import mgba.log
+print("booted", type(mgba.log.Logger._DEFAULT_LOGGER).__name__)
 """
 
 
@@ -45,16 +46,18 @@ def minimal_rom() -> bytes:
     return bytes(rom)
 
 
-def test_the_emulator_boots_a_rom_in_a_process_that_imported_torch(tmp_path):
+def test_the_emulator_boots_a_rom_in_a_process_that_imported_torch_with_its_log_silenced_unless_asked(tmp_path):
     """Without untag_capsule_type, mgba's cffi bindings spin for ever at their first frame once torch is
-    imported (Python < 3.12)."""
+    imported (Python < 3.12). mGBA's own log is silenced (emulator_log False, the default)."""
     if why_not := gba_extra_missing():
         pytest.skip(why_not)
     rom = tmp_path / "probe.gba"
     rom.write_bytes(minimal_rom())
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    r = subprocess.run([sys.executable, "-c", PROBE, repo, str(rom)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and "booted" in r.stdout, r.stderr[-2000:]
+    r = subprocess.run([sys.executable, "-c", PROBE, repo, str(rom), ""], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "booted NullLogger" in r.stdout, r.stderr[-2000:]  # mGBA's log silenced ...
+    r = subprocess.run([sys.executable, "-c", PROBE, repo, str(rom), "log"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "booted NoneType" in r.stdout, r.stderr[-2000:]  # ... unless asked for
 
 
 def test_a_gba_rom_trains_resumes_plays_records_and_snapshots(tmp_path):

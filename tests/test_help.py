@@ -3,7 +3,7 @@ import dataclasses
 
 from conftest import run_cli
 from ppo1 import flagsdoc
-from ppo1.cli import GROUPS, _MODE_FLAGS, build_parser
+from ppo1.cli import GROUPS, _MODE_FLAGS, build_parser, command_name
 from ppo1.config import Config
 from ppo1.presets import PRESET_HELP, PRESETS
 
@@ -24,6 +24,15 @@ def test_help_prints_the_sections_and_each_preset_on_its_own_line():
     assert set(PRESET_HELP) == {*PRESETS, "mujoco", "ppo_lstm", "procgen"}
     for name in PRESET_HELP:
         assert any(line.strip().startswith(f"{name}: ") for line in r.stdout.splitlines()), name
+
+
+def test_help_and_argparse_errors_name_the_command_that_ran():
+    assert run_cli(["--help"]).stdout.startswith("usage: python -m run_atari [--np N]")
+    r = run_cli(["--help"], module="ppo1")
+    assert r.stdout.startswith("usage: python -m ppo1 [--np N]") and "python -m ppo1 --np 2 --preset fast" in " ".join(
+        r.stdout.split())
+    assert command_name("ppo1", "/venv/bin/ppo1") == "ppo1"
+    assert build_parser("ppo1").format_usage().startswith("usage: ppo1 [--np N]")
 
 
 def test_flags_md_is_up_to_date_with_the_parser():

@@ -126,6 +126,14 @@ class AtariEnv:
         self.ep_start = time.time()
 
     # ---------------------------------------------------------------- emulator
+    def reads(self) -> str:
+        """What the policy reads, in words (VecEnv.reads): the DeepMind preprocessing of the emulator's screen."""
+        n = len(self.stack)
+        return (f"{IMAGE} ({n}, {FRAME_SIZE}, {FRAME_SIZE}): the emulator's screen, each action repeated for "
+                f"{FRAME_SKIP} frames and the last 2 maxed, gray, resized to {FRAME_SIZE}x{FRAME_SIZE}, {n} frame"
+                f"{'s' if n > 1 else ''}; up to {NOOP_MAX} no-ops at a start" + (", then FIRE" if self.has_fire else "")
+                + ("; a lost life ends the agent's episode" if self.episode_life else ""))
+
     def _skip(self, action: int) -> tuple[float, bool]:
         """Repeat `action` for 4 frames; grab the last two screens. Returns (raw reward, game over)."""
         ale, a = self.ale, self.action_set[action]

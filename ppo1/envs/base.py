@@ -92,6 +92,34 @@ def env_call(fn, *args):
         raise EnvRaised(e, traceback.format_exc()) from None
 
 
+# gym's old API (gym < 0.26) beside gymnasium's, and the fixes, for the line of an env that speaks the old one
+OLD_API_FIX = ("return gymnasium's, or wrap the env in a compatibility wrapper (Shimmy's GymV21CompatibilityV0: "
+               "pip install shimmy)")
+
+
+def _returned(result) -> str:
+    return f"{len(result)} values" if isinstance(result, tuple) else f"a {type(result).__name__}"
+
+
+def step_result(env_name: str, result) -> tuple:
+    """What a gymnasium env's step returned, checked to be its 5 values (obs, reward, terminated, truncated, info):
+    EnvDataError naming gym's old step API (4 values) and the fix, the env's fault, not ppo1's."""
+    if isinstance(result, tuple) and len(result) == 5:
+        return result
+    old = " (obs, reward, done, info): gym's old step API" if isinstance(result, tuple) and len(result) == 4 else ""
+    raise EnvDataError(f"{env_name}'s step returned {_returned(result)}{old}, not gymnasium's (obs, reward, "
+                       f"terminated, truncated, info): {OLD_API_FIX}")
+
+
+def reset_result(env_name: str, result) -> tuple:
+    """What a gymnasium env's reset returned, checked to be its (obs, info): EnvDataError naming gym's old reset API
+    (the observation alone) and the fix."""
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+        return result
+    raise EnvDataError(f"{env_name}'s reset returned {_returned(result)}, not gymnasium's (obs, info) (gym's old "
+                       f"reset API returns the observation alone): {OLD_API_FIX}")
+
+
 class EnvCrash(PPO1Error):
     """Training cannot go on with an env: it raised (`ours` False: its step or reset, past --env_restarts or
     with restarts off) or ppo1's own code around it did (`ours` True: a bug in ppo1, not mended by restarts).
@@ -221,13 +249,18 @@ class VecEnv:
         return out
 
     def _reset(self, i: int) -> Obs:
-        """Reset env i; what it starts meanwhile (ViZDoom starts its engine at its first reset) joins `started`."""
+        """Reset env i (EnvCrash where it raises); see _reset_env."""
         try:
-            with recording() as new:
-                self.calling = (i, "reset", time.monotonic(), new)  # new.so_far(): what a hung reset started
-                obs = self.envs[i].reset()
+            return self._reset_env(i)
         except EnvRaised as e:
             raise EnvCrash(e.error, e.trace, i, "reset") from None
+
+    def _reset_env(self, i: int) -> Obs:
+        """Reset env i; what it starts meanwhile (ViZDoom starts its engine at its first reset) joins `started`.
+        EnvRaised where its reset raises."""
+        with recording() as new:
+            self.calling = (i, "reset", time.monotonic(), new)  # new.so_far(): what a hung reset started
+            obs = self.envs[i].reset()
         if new:
             self.started.setdefault(i, []).extend(new)
         return obs
@@ -256,12 +289,10 @@ class VecEnv:
         except PPO1Error:  # what ppo1 says of the env's data: no restart mends it
             raise
         except EnvRaised as e:  # the env's own exception: made anew while the restarts allow
-            restart = Restart(i, str(e), e.trace)
-            if self.remake is None or self._restarts is None or not self._restarts.take(restart):
-                raise EnvCrash(e.error, e.trace, i, restartable=self.remake is not None) from None
+            self._take(i, e, "step")
             done.episodes.append(game_so_far(env))  # the game the crash ended, its score so far, as cut
             done.crashed.add(i)
-            done.obs[i] = self.restart(i, e)
+            done.obs[i] = self.restart(i)
             done.dones[i] = True
             return
         except Exception as e:  # ppo1's own code around the env (preprocessing, actions): a bug, never mended
@@ -271,18 +302,35 @@ class VecEnv:
         if getattr(env, "cut_obs", None) is not None:
             done.cut[i] = env.cut_obs
 
-    def restart(self, i: int, raised: EnvRaised) -> Obs:
+    def _take(self, i: int, raised: EnvRaised, call: str) -> None:
+        """Env i raised in its `call` (step; making or reset of an env made anew): go on if the restarts allow one
+        more (they count and report it), else EnvCrash naming the call."""
+        said = str(raised) if call == "step" else f"{raised} in the {call} of the env made in its place"
+        if self.remake is None or self._restarts is None or not self._restarts.take(Restart(i, said, raised.trace)):
+            raise EnvCrash(raised.error, raised.trace, i, call, restartable=self.remake is not None) from None
+
+    def restart(self, i: int) -> Obs:
         """Env i raised in its step (an engine that died, an emulator that exited): close what is left of it and
         make it anew (remake, with the seed of the next env made there). Its episode counts as cut by a time
         limit, never as a terminal: the step has reward 0 and never ran, so no loss learns from it (the
         Collector gives its sample weight 0) and the step before bootstraps from the value of the observation
-        it acted on; its game is among the step's finished ones, truncated. Returns the new env's first
-        observation. EnvCrash where the new env cannot be made or reset."""
-        try:
-            self.envs[i].close()
-        except Exception:  # an env whose engine died often fails to close: what is left of it goes with it
-            pass
-        return self._make(i, "made anew after it raised " + str(raised))
+        it acted on; its game is among the step's finished ones, truncated. A new env that raises while it is
+        made or in its first reset is one more restart, made anew again while they allow. Returns the new env's
+        first observation. EnvCrash where the restarts allow no more."""
+        while True:
+            try:
+                self.envs[i].close()
+            except Exception:  # an env whose engine died often fails to close: what is left of it goes with it
+                pass
+            self.made[i] += 1
+            call = "making"
+            try:
+                self.calling = (i, "make", time.monotonic())
+                self.envs[i] = env_call(self.remake, i, self.made[i])
+                call = "reset"
+                return self._reset_env(i)
+            except EnvRaised as e:
+                self._take(i, e, call)
 
     def _make(self, i: int, why: str) -> Obs:
         """Make env i anew (the next seed of its place) and reset it. Returns its first observation."""
@@ -322,6 +370,10 @@ class VecEnv:
         """What a checkpoint keeps of this rank's envs: their games ("envs", None where they cannot be
         snapshotted) and how many envs were made before the current one in each place ("env_made")."""
         return {"envs": self.get_state(), "env_made": list(self.made)}
+
+    def without_games(self) -> dict:
+        """state_dict() without the games (None: a resume makes every env anew, renew), touching no env."""
+        return {"envs": None, "env_made": list(self.made)}
 
     def load_state_dict(self, state: dict) -> bool:
         """Restore the games of `state_dict()` when it holds them, else make every env anew with the seed of the

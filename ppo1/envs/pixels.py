@@ -32,7 +32,8 @@ import numpy as np
 
 from ppo1 import PPO1Error, error_line
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import Episode, ResetSeeds, VecEnv, checked_obs, checked_reward, env_call, time_limit
+from ppo1.envs.base import (Episode, ResetSeeds, VecEnv, checked_obs, checked_reward, env_call, reset_result,
+                            step_result, time_limit)
 from ppo1.envs.family import Family
 from ppo1.envs.masks import ActionMasks, mask_words, numbers
 from ppo1.envs.spaces import has_images, is_image_space, to_vector, vector_size
@@ -199,12 +200,12 @@ def push(stack: np.ndarray, frame: np.ndarray) -> None:
     stack[-c:] = frame
 
 
-def repeat_action(env, action, times: int) -> tuple[np.ndarray, float, bool, bool]:
+def repeat_action(env, action, times: int, env_name: str = "the env") -> tuple[np.ndarray, float, bool, bool]:
     """Step a gymnasium env `times` times with `action`, stopping where the episode ends. Returns (the last
     observation, the sum of the rewards, terminated, truncated)."""
     total = 0.0
     for _ in range(times):
-        obs, reward, terminated, truncated, _info = env.step(action)
+        obs, reward, terminated, truncated, _info = step_result(env_name, env.step(action))
         total += float(reward)
         if terminated or truncated:
             break
@@ -311,7 +312,7 @@ class PixelEnv:
         """Start a new episode, seeded anew at every reset (ResetSeeds). Returns obs, each image's first frame
         repeated."""
         seed = self.seeds.next()
-        obs, _ = env_call(lambda: self.gym_env.reset(seed=seed))
+        obs, _ = reset_result(self.env_id, env_call(lambda: self.gym_env.reset(seed=seed)))
         self.action_space.seed(seed)
         return self._start(obs)
 
@@ -319,7 +320,7 @@ class PixelEnv:
         """(obs, reward, done, episode) as AtariEnv.step: reward is the sum over the repeated frames;
         after done, obs starts the next episode."""
         a = env_action(self.action_space, action)
-        obs, reward, terminated, truncated = env_call(repeat_action, self.gym_env, a, self.frames.skip)
+        obs, reward, terminated, truncated = env_call(repeat_action, self.gym_env, a, self.frames.skip, self.env_id)
         reward = checked_reward(self.env_id, reward)
         self.ep_return += reward
         self.ep_length += 1
@@ -330,7 +331,7 @@ class PixelEnv:
             return self.obs, reward, False, None
         episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
                           bool(truncated and not terminated))
-        obs, _ = env_call(self.gym_env.reset)
+        obs, _ = reset_result(self.env_id, env_call(self.gym_env.reset))
         return self._start(obs), reward, True, episode
 
     def get_state(self) -> None:

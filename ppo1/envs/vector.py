@@ -18,7 +18,7 @@ import numpy as np
 from ppo1 import PPO1Error, error_line
 from ppo1.actions import check_action_space, env_action, head_size
 from ppo1.envs.base import (Episode, ResetSeeds, VecEnv, checked_reward, env_call, load_gymnasium, offscreen,
-                            time_limit)
+                            reset_result, step_result, time_limit)
 from ppo1.envs.family import Family
 from ppo1.envs.masks import ActionMasks, mask_words, numbers, without_mask
 from ppo1.envs.spaces import VECTORS, has_images, has_vectors, to_vector, vector_size
@@ -77,7 +77,7 @@ class GymEnv:
         """Start a new episode, seeded anew at every reset (ResetSeeds). Returns obs: "vector" (D,) float32 (and
         "action_mask" (A,) bool)."""
         seed = self.seeds.next()
-        obs, _ = env_call(lambda: self.gym_env.reset(seed=seed))
+        obs, _ = reset_result(self.env_id, env_call(lambda: self.gym_env.reset(seed=seed)))
         self.action_space.seed(seed)
         self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return self._checked(obs)
@@ -99,7 +99,7 @@ class GymEnv:
         """(obs, reward, done, episode) as AtariEnv.step; after done, obs starts the next episode."""
         a = np.clip(action, self.action_space.low, self.action_space.high) if self._box else env_action(
             self.action_space, action)
-        obs, reward, terminated, truncated, _ = env_call(self.gym_env.step, a)
+        obs, reward, terminated, truncated, _ = step_result(self.env_id, env_call(self.gym_env.step, a))
         reward = checked_reward(self.env_id, reward)
         obs = self._checked(obs)
         self.ep_return += reward
@@ -110,7 +110,7 @@ class GymEnv:
         if terminated or truncated:
             episode = Episode(self.ep_return, self.ep_length, time.time() - self.ep_start,
                               bool(truncated and not terminated))
-            obs = self._checked(env_call(self.gym_env.reset)[0])
+            obs = self._checked(reset_result(self.env_id, env_call(self.gym_env.reset))[0])
             self.ep_return, self.ep_length, self.ep_start = 0.0, 0, time.time()
         return obs, reward, episode is not None, episode
 
