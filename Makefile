@@ -39,8 +39,8 @@ $(VENV)/.installed: setup.py Makefile
 	$(INSTALL) -e '.[test,vizdoom,retro,gba,wandb]'
 	@touch $@
 
-# `make train`: Pong with --preset fast on 2 ranks x 4 envs (fast's 8 actors on Pong); ends by itself (about 21
-# minutes on 2 cores). Another PRESET runs 4 envs per rank (8 actors, the paper's).
+# `make train`: Pong with --preset fast on 2 ranks x 4 envs (fast's 8 actors on Pong); ends by itself (about 15
+# minutes on 2 cores: README.md). Another PRESET runs 4 envs per rank (8 actors, the paper's).
 ENVS   := $(if $(filter fast,$(PRESET)),,--envs_per_rank 4)
 train: venv
 	$(PY) -m run_atari --np $(NP) --preset $(PRESET) --env_name $(ENV) $(ENVS) --model_name $(RUN) $(ARGS)

@@ -315,12 +315,14 @@ def run_game(env: str, args, run_name: str, out_dir: str) -> int:
     """Train (or continue) one game's run, then play and record it; copy its small files to out_dir."""
     run_dir = os.path.join(args.checkpoint_dir, run_name)
     common = ["--checkpoint_dir", args.checkpoint_dir, "--model_name", run_name]
-    from ppo1.config import preset_values
-    actors = [] if "envs_per_rank" in preset_values({"preset": args.preset, "env_name": env}, NP) else \
+    from ppo1.config import Config
+    from ppo1.resolve import preset_values
+    preset = preset_values({"preset": args.preset, "env_name": env}, NP, defaults=Config)
+    actors = [] if "envs_per_rank" in preset else \
         ["--envs_per_rank", str(ENVS_PER_RANK)]  # a preset that sets its actors (fast: 32) has them
     flags = ["--preset", args.preset, "--env_name", env, *actors, "--env_steps", str(args.steps),
              "--seed", str(args.seed), *common, *args.extra]
-    from ppo1 import PPO1Error
+    from ppo1.errors import PPO1Error
     try:
         stale = _other_settings(flags, NP, run_dir)
     except PPO1Error as e:  # a setting of --set run_atari would refuse
@@ -368,10 +370,10 @@ def _other_settings(flags: list[str], n_ranks: int, run_dir: str) -> str:
     one of another budget (run_atari would stretch its schedule mid-run, and a finished one would be reported
     as this budget's); '' when they agree or there is no run. Raises PPO1Error for flags a new run would
     refuse."""
-    from ppo1 import PPO1Error
-    from ppo1.checkpoint import load_config
+    from ppo1.errors import PPO1Error
+    from ppo1.runfiles import load_config
     from ppo1.cli import build_config, build_parser
-    from ppo1.config import MACHINE_FIELDS
+    from ppo1.resolve import MACHINE_FIELDS
     new = build_config(build_parser().parse_args([*flags, "--fresh"]), n_ranks).to_dict()
     if not os.path.exists(os.path.join(run_dir, "config.json")):
         return ""

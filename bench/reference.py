@@ -53,7 +53,7 @@ import sys
 import time
 from collections import deque
 
-from ppo1 import PPO1Error  # light: ppo1/__init__.py imports nothing
+from ppo1.errors import PPO1Error  # light: ppo1/__init__.py imports nothing
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ACTORS = 8
@@ -76,14 +76,15 @@ PUBLISHED = {
 
 def resolve_config(preset: str, env_name: str, overrides: dict):
     """The Config ppo1 builds for `--preset preset` plus the given overrides on ACTORS actors."""
-    from ppo1.config import Config, preset_values
+    from ppo1.config import Config
+    from ppo1.resolve import preset_values
 
     unknown = sorted(set(overrides) - Config.field_names())
     if unknown:
         raise PPO1Error(f"--set {unknown[0]}=...: no such setting (the names are run_atari's flags without --)")
     given = {"preset": preset, "env_name": env_name, **overrides}
     at = {"envs_per_rank": ACTORS}  # the preset as it is for this benchmark's actors (fast sets its minibatch by them)
-    return dataclasses.replace(Config(), **{**preset_values({**given, **at}), **given}).validate()
+    return dataclasses.replace(Config(), **{**preset_values({**given, **at}, defaults=Config), **given}).validate()
 
 
 def _parse_set(items: list[str]) -> dict:
@@ -110,9 +111,10 @@ def run_ppo1(config, steps: int, seed: int, out: str, ranks: int = 2) -> dict:
     """Train ppo1 under mpirun for `steps` agent steps (the schedule still runs over config.env_steps)."""
     run_dir = os.path.join(out, "ppo1-run")
     iterations = steps // (config.timesteps_per_actorbatch * ACTORS)
-    from ppo1.config import Config, preset_values
+    from ppo1.config import Config
+    from ppo1.resolve import preset_values
     preset = set(preset_values({"preset": config.preset, "env_name": config.env_name, "env_kwargs": config.env_kwargs,
-                                "rnn": config.rnn}))
+                                "rnn": config.rnn}, defaults=Config))
     flags = []
     for f in dataclasses.fields(config):
         if f.name in ("checkpoint_dir", "model_name", "envs_per_rank", "seed", "asset_dir"):
@@ -205,7 +207,7 @@ def run_sb3_recurrent(config, steps: int, seed: int, out: str) -> dict:
     from stable_baselines3.common.vec_env import VecNormalize
 
     from ppo1.device import cpu_count
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
 
     torch.set_num_threads(cpu_count())
     ref = resolve(config.env_name, config.env_kwargs)
@@ -235,7 +237,7 @@ def run_sb3_recurrent_defaults(config, steps: int, seed: int, out: str) -> dict:
     from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 
     from ppo1.device import cpu_count
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
     from ppo1.torsos import cnn_torso
 
     torch.set_num_threads(cpu_count())
@@ -264,7 +266,7 @@ def action_mask_kind(config) -> str | None:
     """How `config.env_name`'s env gives its valid actions, as ppo1 (ppo1.envs.masks.ActionMasks) and MaskablePPO
     read them: "dict" (a Dict observation with an `action_mask` entry), "method" (an `action_masks()` method), or
     None. Makes one env."""
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
     from ppo1.envs.masks import ActionMasks
 
     env = resolve(config.env_name, config.env_kwargs).make(None)
@@ -294,7 +296,7 @@ def run_sb3_maskable(config, steps: int, seed: int, out: str) -> dict:
     from stable_baselines3.common.vec_env import VecNormalize
 
     from ppo1.device import cpu_count
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
     from ppo1.envs.masks import without_mask
     from ppo1.torsos import normc_
 

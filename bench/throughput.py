@@ -451,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     say = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     import torch
 
-    from ppo1 import PPO1Error
+    from ppo1.errors import PPO1Error
     from ppo1 import device as devices
 
     try:  # rank 0's device, named as ppo1's first console line names it; a bad --device stops here

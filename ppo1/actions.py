@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.distributions import Categorical, Distribution, Independent, Normal
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 
 
 def action_nvec(space) -> tuple[int, ...] | None:

@@ -17,7 +17,7 @@ import dataclasses
 import math
 from typing import Callable
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 from ppo1.config import Config
 
 
@@ -61,7 +61,7 @@ def train(config: Config | None = None, *, fresh: bool = False, stop_after_itera
         out = trainer.run()
     finally:
         spares.close()  # what the run did not take (it was refused)
-    recent = [r for r, _ in trainer.state.recent]
+    recent = [r for r, _ in trainer.train_state.recent]
     return TrainResult(config.run_dir, out["iteration"], out["timesteps"], out["episodes"],
                        sum(recent) / len(recent) if recent else math.nan, out["exit_code"])
 

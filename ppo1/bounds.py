@@ -1,20 +1,20 @@
-"""Upper bounds on the flags that could hurt the machine, and a memory check of one iteration's batch.
+"""Upper bounds on the flags that could hurt the machine, and a RAM check of one iteration's batch.
 
---num_threads is clamped to the cores available (train.configure_threads, play.load_trained);
+--num_threads is clamped to the cores available (device.configure_threads, play.load_trained);
 counts and sizes are refused above these bounds with one line.
 """
 from __future__ import annotations
 
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 
 MAX_ENVS_PER_RANK = 256     # envs stepped by one process; more belong on more ranks
 MAX_FRAMES = 108_000        # 30 minutes of game at 60 fps: the ALE's own episode limit
 MAX_EPISODES = 10_000       # games one `--mode play` plays
 
 
-def available_memory() -> int | None:
-    """Bytes of memory available for new allocations (MemAvailable), or None where unknown."""
+def available_ram() -> int | None:
+    """Bytes of RAM available for new allocations (MemAvailable), or None where unknown."""
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -25,12 +25,12 @@ def available_memory() -> int | None:
     return None
 
 
-def check_batch_memory(horizon: int, envs: int, obs_bytes: int, ranks_on_node: int) -> None:
+def check_batch_ram(horizon: int, envs: int, obs_bytes: int, ranks_on_node: int) -> None:
     """Raise PPO1Error if one iteration's batch (T x k observations of `obs_bytes` each and their per-step numbers)
-    of every rank on this node would not fit in the memory available."""
+    of every rank on this node would not fit in the RAM available."""
     per_step = obs_bytes + 64  # observation + actions, log-probs, values, ...
     need = horizon * envs * per_step * ranks_on_node
-    have = available_memory()
+    have = available_ram()
     if have is not None and need > 0.8 * have:
         raise PPO1Error(
             f"one iteration's batch needs {need / 1e9:.1f} GB on this node ({ranks_on_node} rank(s) x "

@@ -12,11 +12,12 @@ import os
 import sys
 import traceback
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 from ppo1.bounds import MAX_EPISODES, MAX_FRAMES
 from ppo1.config import (ADV_NORMS, DISTRIBUTION_MODES, FRAME_CODES, FRAME_NORMS, INITS, MODEL_TYPES, REWARD_CLIPS,
-                         PRECISIONS, RNN_CHOICES, RNN_CRITICS, RNN_INITS, Config, machine_defaults, preset_values)
+                         PRECISIONS, RNN_CHOICES, RNN_CRITICS, RNN_INITS, Config)
 from ppo1.presets import ALL_PRESETS, PRESET_HELP
+from ppo1.resolve import machine_defaults, preset_values
 from ppo1.launch import HeldInterrupt, say_error_before_mpi, say_interrupted_while_starting
 
 def _whole(text: str) -> int:
@@ -198,14 +199,14 @@ def build_config(args: argparse.Namespace, n_ranks: int = 1, spares=None) -> Con
                            given.get("model_name", Config.model_name))
     base = Config()
     if not getattr(args, "fresh", False) and os.path.exists(os.path.join(run_dir, "config.json")):
-        from ppo1.checkpoint import load_config
+        from ppo1.runfiles import load_config
         saved = load_config(run_dir)
-        base = dataclasses.replace(saved, **machine_defaults(saved.preset))
+        base = dataclasses.replace(saved, **machine_defaults(saved.preset, defaults=Config))
         if given.get("preset", base.preset) != base.preset:
             raise PPO1Error(f"--preset={given['preset']} differs from the run's preset {base.preset!r} "
                             f"({run_dir}); give --fresh to start a new run with it")
     else:
-        base = dataclasses.replace(base, **preset_values(given, n_ranks, spares))
+        base = dataclasses.replace(base, **preset_values(given, n_ranks, spares, defaults=Config))
     return dataclasses.replace(base, **given).validate()
 
 

@@ -1,4 +1,5 @@
-"""The run's configuration: one dataclass, with the PPO paper's Atari defaults (Table 5)."""
+"""The run's configuration: one dataclass, with the PPO paper's Atari defaults (Table 5), and the checks of its
+values. What a preset sets for a new run is ppo1.resolve's (Config.for_preset calls it)."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,10 +8,10 @@ import math
 import os
 from dataclasses import dataclass, field, fields
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 from ppo1.bounds import MAX_ENVS_PER_RANK, MAX_EPISODES, MAX_FRAMES
-from ppo1.presets import (ALL_PRESETS, FRAME_FLAGS, PRESETS, PROCGEN_PRESET, RECURRENT_VECTOR, RECURRENT_VECTOR_ACTORS,
-                           VECTOR_DEFAULTS, fast_budget, fast_envs_per_rank, fast_optim_batchsize, recurrent_overlay)
+from ppo1.presets import ALL_PRESETS, FRAME_FLAGS, PRESETS
+from ppo1.resolve import preset_values
 
 MODEL_TYPES = ("small", "large", "impala", "mlp")
 
@@ -24,10 +25,6 @@ FRAME_NORMS = ("scale", "center")
 FRAME_CODES = ("auto", "on", "off")
 REWARD_CLIPS = ("auto", "sign", "none")
 DISTRIBUTION_MODES = ("easy", "hard", "extreme", "memory", "exploration")  # Procgen's
-
-# Settings of the machine, not of the run: a resumed run takes them from its command line (or its preset's
-# defaults, machine_defaults), never from the config.json of the checkpoint, so a run moves between GPU and CPU boxes.
-MACHINE_FIELDS = ("device", "compile", "precision")
 
 # Keys that config.json files and checkpoints of older ppo1 versions hold and that are read and dropped
 # (`extra`: an always-empty dict of "later settings", until the CLI gained each setting as a field).
@@ -326,9 +323,11 @@ class Config:
         """Raise PPO1Error naming the first out-of-range value; return self when all are valid."""
         if not isinstance(self.env_name, str) or not self.env_name.strip():
             self._bad("env_name", "a gymnasium Atari id such as PongNoFrameskip-v4")
-        from ppo1.envref import parse_env_kwargs
+        # (imported here, not at the top: ppo1.envs loads torch, and the --np launcher imports this module, no env code)
+        from ppo1.envs.ref import parse_env_kwargs
         parse_env_kwargs(self.env_kwargs)
         self._validate_numbers()
+        self._validate_env_numbers()
         self._validate_choices()
         return self
 
@@ -393,6 +392,9 @@ class Config:
         if finite("target_kl") < 0.0:
             bad("target_kl", ">= 0 (0 = off)")
         whole("lr_warmup", "a whole number >= 0 (0 = off)")
+
+    def _validate_env_numbers(self) -> None:
+        bad, finite, whole = self._bad, self._finite, self._whole
         for name in ("frame_skip", "frame_stack"):
             whole(name, "a whole number from 1 to 64", low=1, high=64)
         whole("frame_size", "a whole number from 0 (the env's own size) to 1024", high=1024)
@@ -498,13 +500,15 @@ class Config:
     @classmethod
     def for_preset(cls, preset: str | None = None, n_ranks: int = 1, spares=None, **fields) -> "Config":
         """The Config that `python -m run_atari --preset PRESET --FIELD VALUE ...` builds for a new run on
-        n_ranks ranks: the preset's values (default: the env family's) for every field not given. Validated.
-        spares (ppo1.envs.Spares): where the env made to learn the env's family is kept for the run to take."""
+        n_ranks ranks: the preset's values (default: the env family's; ppo1.resolve.preset_values) for every field
+        not given. Validated. spares (ppo1.envs.Spares): where an env made to learn the env's family is kept for the
+        run to take."""
         given = {**({"preset": preset} if preset is not None else {}), **fields}
         unknown = sorted(set(given) - cls.field_names())
         if unknown:
             raise PPO1Error(f"{unknown[0]!r} is not a setting (the settings are run_atari's flags without --)")
-        return dataclasses.replace(cls(), **{**preset_values(given, n_ranks, spares), **given}).validate()
+        values = preset_values(given, n_ranks, spares, defaults=cls)
+        return dataclasses.replace(cls(), **{**values, **given}).validate()
 
     @classmethod
     def from_dict(cls, data: dict) -> "Config":
@@ -524,89 +528,3 @@ class Config:
         if not isinstance(data, dict):
             raise PPO1Error("config.json does not hold a JSON object")
         return cls.from_dict(data)
-
-
-def machine_defaults(preset: str) -> dict:
-    """The settings of the machine (MACHINE_FIELDS) a run of `preset` takes when its command line leaves them:
-    the preset's (fast: --precision auto), else the Config defaults. A resumed run resolves them anew."""
-    return {name: ALL_PRESETS.get(preset, {}).get(name, getattr(Config, name)) for name in MACHINE_FIELDS}
-
-
-def preset_values(given: dict, n_ranks: int = 1, spares=None) -> dict:
-    """The values of the preset (--preset, else the env family's default) for a new run on n_ranks ranks.
-
-    Atari and other image-observation envs: `paper` unless --preset names another; vector observations:
-    `mujoco` (VECTOR_DEFAULTS); `procgen:<game>`: `procgen` (PROCGEN_PRESET), the only preset for Procgen and
-    only for it. `fast` also sets env_steps and envs_per_rank by the game (FAST_GAMES), and optim_batchsize by
-    the actors, so that its minibatch is FAST_MINIBATCH samples. Raises PPO1Error for a preset or a
-    preprocessing flag the env's family does not take (and for an env ppo1 cannot make or train).
-    """
-    from ppo1.envs import env_family, families
-    env_name = given.get("env_name", Config.env_name)
-    family = env_family(env_name, given.get("env_kwargs", Config.env_kwargs), given.get("obs_key", Config.obs_key),
-                        spares)
-    package = None
-    if family.known_packages:  # a known package's preset and settings (ViZDoom: its preset, 4 tics per action)
-        from ppo1.envref import resolve
-        package = resolve(env_name, given.get("env_kwargs", Config.env_kwargs)).package
-    recurrent = given.get("rnn", Config.rnn) != "none"
-    default = family.recurrent_preset if recurrent and family.recurrent_preset else family.presets[0]
-    name = given.get("preset", package.preset if package and package.preset else default)
-    if name not in family.presets:
-        owners = [f.label for f in families if name in f.presets]
-        if not owners:
-            raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(family.presets)} for "
-                            f"{env_name}")
-        raise PPO1Error(f"--preset={name} is for {' and '.join(owners)}, not for {family.label} like {env_name}: "
-                        f"use {' or '.join(family.presets)}")
-    _check_family_flags(given, family, env_name, recurrent)
-    if name == "procgen":
-        return {"preset": name, **PROCGEN_PRESET}
-    if name == "ppo_lstm":
-        return {"preset": name, **RECURRENT_VECTOR,
-                "envs_per_rank": -(-RECURRENT_VECTOR_ACTORS // max(1, n_ranks))}
-    if name == "mujoco":
-        return {"preset": name, **VECTOR_DEFAULTS}
-    if name not in PRESETS:  # a registered family's preset that ppo1 does not have
-        raise PPO1Error(f"--preset={name!r} is not a preset: choose from {', '.join(PRESETS)}")
-    values = {"preset": name, **PRESETS[name]}
-    if family.obs_vectors:  # a Dict's vector entries reach the network (off: a saved config.json without the field)
-        values["obs_vectors"] = True
-    if family.frame_flags:  # images of codes read as codes (off: a saved config.json without the field)
-        values["frame_codes"] = "auto"
-    values.update(package.defaults if package else {})  # as if its preset's
-    if recurrent:  # --rnn's own settings over the image preset's (presets.RECURRENT_IMAGE)
-        values.update(recurrent_overlay({**PRESETS[name], **(package.defaults if package else {})}, n_ranks))
-    if name == "fast":
-        values["env_steps"] = fast_budget(env_name)
-        values["envs_per_rank"] = fast_envs_per_rank(n_ranks, env_name)
-        envs = given.get("envs_per_rank", values["envs_per_rank"])
-        horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
-                                                                   Config.timesteps_per_actorbatch))
-        values["optim_batchsize"] = fast_optim_batchsize(n_ranks * envs, horizon, envs)
-        if horizon % values["bptt_len"]:  # --rnn's sequences of 32 need a T they divide; else each env's rollout
-            values["bptt_len"] = 0
-    return values
-
-
-def _check_family_flags(given: dict, family, env_name: str, recurrent: bool) -> None:
-    """Raise PPO1Error for a flag given (`given`) that the env's family (ppo1.envs.Family) does not take."""
-    if given.get("model_type") == "mlp" and family.images:  # before the flags its presets set for images
-        raise PPO1Error(f"--model_type=mlp is for vector observations, not the images of {env_name} "
-                        f"({family.label}): use small, large or impala")
-    stack_with_rnn = family.frame_stack_with_rnn and recurrent  # memory instead of a stack: --frame_stack 1
-    frame_flags = [f for f in FRAME_FLAGS if f in given and not (stack_with_rnn and f == "frame_stack")]
-    if frame_flags and not family.frame_flags:
-        why = family.frame_flags_why or family.name
-        if family.frame_stack_with_rnn and frame_flags[0] == "frame_stack":
-            why += "; with --rnn lstm or gru it takes --frame_stack"
-        raise PPO1Error(f"--{frame_flags[0]} is for image-observation envs other than Atari and Procgen, not "
-                        f"{env_name} ({why})")
-    if given.get("rnn_critic") == "separate" and not recurrent:
-        raise PPO1Error("--rnn_critic separate gives the value head a recurrent core of its own: give --rnn lstm or "
-                        "gru with it")
-    if "episode_life" in given and not family.episode_life:
-        raise PPO1Error(f"--episode_life is for Atari games (a lost life), not {env_name}")
-    if given.get("max_episode_steps") and family.time_limit_why:
-        raise PPO1Error(f"--max_episode_steps is for envs other than Atari and Procgen games, not {env_name} "
-                        f"({family.time_limit_why})")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 from ppo1.config import RNN_CHOICES, RNN_CRITICS
 
 

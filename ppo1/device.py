@@ -1,15 +1,14 @@
-"""Where the policy runs: `--device` parsing and selection, one GPU per local rank, host<->device
-transfers of the rollout, device-free checkpoint state, and the precision `--precision auto` picks.
+"""Where the policy runs: `--device` parsing and selection, one GPU per local rank, device-free checkpoint state,
+Adam's choice, and the precision `--precision auto` picks (the rollout's host<->device transfers:
+ppo1.rollout.batched_act).
 
     spec = parse_device("cuda:1")                 # ("cuda", 1); PPO1Error for anything else
     dev = select_device("auto", local_rank)       # torch.device: cuda:<local_rank % gpus> or cpu
     configure(dev, deterministic)                 # cuDNN / cuBLAS settings of --deterministic
-    act = batched_act(policy, dev, example_obs)   # Obs of numpy (k, ...), memory -> numpy (actions, logp, values), memory
     state = to_cpu(optimizer.state_dict())        # checkpoints hold CPU tensors only
     precision = resolve_precision("auto", model_type, capable)  # fp32 or bf16 (ppo1.update_pass applies it)
 
-On the CPU nothing here copies or moves anything: batched_act hands the policy the envs' observation
-buffer itself (torch.from_numpy), and to_cpu returns CPU tensors as they are.
+On the CPU nothing here copies or moves anything: to_cpu returns CPU tensors as they are.
 """
 from __future__ import annotations
 
@@ -17,12 +16,10 @@ import os
 import socket
 from typing import Any, Callable
 
-import numpy as np
 import torch
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error, RanksError
 from ppo1.adam import Adam
-from ppo1.observations import Obs
 
 DEVICE_KINDS = ("auto", "cpu", "cuda", "cuda:N")
 
@@ -157,37 +154,6 @@ def make_adam(params, device: torch.device, lr: float, eps: float, compiled: boo
     return Adam(params, lr=lr, eps=eps, fused=compiled)
 
 
-def batched_act(policy, device: torch.device, obs: Obs) -> Callable[..., tuple]:
-    """A function from the k envs' observations (an Obs of (k, ...) entries, as `obs`) and, with --rnn, their
-    memories (k, memory_size) on `device` (else None) to (actions (k, ...), log-probs (k,), values (k,)) as numpy
-    and the memories after them (on `device`; None without --rnn), running `policy.act` on `device`.
-
-    CPU: the observations are used in place (torch.from_numpy), no copy. CUDA: they are copied
-    into a pinned host buffer and sent as one non-blocking copy; actions, log-probs and values
-    come back packed in one float64 tensor (exact for int64 actions < 2**53 and float32 values),
-    one transfer per step.
-    """
-    if device.type == "cpu":
-        def act_cpu(o: Obs, memory: torch.Tensor | None = None) -> tuple:
-            action, logp, value, memory = policy.act(o.map(torch.from_numpy), memory=memory)
-            return action.numpy(), logp.numpy(), value.numpy(), memory
-        return act_cpu
-
-    pinned = obs.map(lambda x: torch.empty(x.shape, dtype=torch.from_numpy(x[:0]).dtype).pin_memory())
-    host = pinned.map(lambda t: t.numpy())
-    k = len(obs)
-    action_shape = tuple(policy.action_shape)
-    action_dtype = np.dtype(policy.action_dtype)
-    a_width = int(np.prod(action_shape)) if action_shape else 1
-
-    def act_device(o: Obs, memory: torch.Tensor | None = None) -> tuple:
-        host[...] = o  # the previous step's transfer back has completed, so the buffer is free
-        action, logp, value, memory = policy.act(pinned.map(lambda t: t.to(device, non_blocking=True)), memory=memory)
-        packed = torch.cat([action.reshape(k, a_width).double(), logp.reshape(k, 1).double(),
-                            value.reshape(k, 1).double()], dim=1).cpu().numpy()  # (k, A + 2)
-        actions = packed[:, :a_width].astype(action_dtype).reshape(k, *action_shape)
-        return actions, packed[:, a_width].astype(np.float32), packed[:, a_width + 1].astype(np.float32), memory
-    return act_device
 
 
 def bf16_capable(device: torch.device, cpuinfo: str = "/proc/cpuinfo") -> bool:
@@ -209,11 +175,9 @@ def resolve_precision(requested: str, model_type: str, capable: list[bool]) -> s
     PPO1Error (the same on every rank, which all pass the same `capable`) for bf16 where a rank's device does not
     compute it in hardware."""
     if requested == "bf16" and not all(capable):
-        err = PPO1Error(f"--precision bf16 is invalid here: rank {capable.index(False)}'s device computes no "
-                        "bfloat16 in hardware (a CPU needs AVX512-BF16 or AMX-BF16, a GPU bfloat16 support); use "
-                        "--precision auto (fp32 here) or fp32")
-        err.all_ranks = True
-        raise err
+        raise RanksError(f"--precision bf16 is invalid here: rank {capable.index(False)}'s device computes no "
+                         "bfloat16 in hardware (a CPU needs AVX512-BF16 or AMX-BF16, a GPU bfloat16 support); use "
+                         "--precision auto (fp32 here) or fp32")
     if requested != "auto":
         return requested
     return "bf16" if model_type != "mlp" and all(capable) else "fp32"
@@ -221,6 +185,28 @@ def resolve_precision(requested: str, model_type: str, capable: list[bool]) -> s
 
 def host_name() -> str:
     return socket.gethostname()
+
+
+def default_threads(config, cores: int, local_ranks: int) -> int:
+    """torch threads per rank of a run of `config` (its Config): 1 if --deterministic, else --num_threads, else 1 for a feed-forward MLP (its
+    tensors are too small to share out: a second thread only waits on the first, and where another process holds a
+    core the two wait on each other, 3.7x slower in docs/throughput.md), else the node's cores / its ranks."""
+    if config.deterministic:
+        return 1
+    if config.num_threads:
+        return config.num_threads
+    if config.model_type == "mlp" and config.rnn == "none":
+        return 1
+    return max(1, cores // local_ranks)
+
+
+def configure_threads(config, comm, log=print) -> int:
+    """Set this rank's torch threads (default_threads, at most the cores this process may use); returns them."""
+    n = fit_threads(default_threads(config, cpu_count(), comm.local_size), log)
+    torch.set_num_threads(n)
+    if config.deterministic or torch.are_deterministic_algorithms_enabled():
+        torch.use_deterministic_algorithms(config.deterministic)  # imports Inductor: ~1 s of CPU per process
+    return n
 
 
 def setup_rank(spec: str, deterministic: bool, comm, log: Callable[[str], None] = print) -> torch.device:

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error, RanksError
 from ppo1.launch import LAUNCHER_RANK_VARS, kill_descendants, mpirun_command, wait_for_launcher_to_read  # noqa: F401 (mpirun_command: re-exported)
 from ppo1.metrics import Profile
 
@@ -50,7 +50,7 @@ def say_line(line: str, stream=None) -> None:
     stream.flush()
 
 
-class RanksOutOfSync(PPO1Error):
+class RanksOutOfSync(RanksError):
     """Ranks hold different parameters: gradients were not averaged identically."""
 
 
@@ -195,18 +195,13 @@ class Comm:
         """Collective: if any rank passes an error, raise it on every rank (the lowest rank's).
 
         Used after set-up steps that may fail on some ranks only, so no rank is left waiting in a
-        collective for one that has given up. The raised error has `all_ranks = True`.
+        collective for one that has given up. The raised error is a RanksError (said once, by rank 0).
         """
-        message = None if error is None else (type(error).__name__, str(error))
-        messages = self.allgather(message)
-        for rank, m in enumerate(messages):
+        message = None if error is None else (isinstance(error, PPO1Error), type(error).__name__, str(error))
+        for m in self.allgather(message):
             if m is not None:
-                if error is not None and rank == self.rank and isinstance(error, PPO1Error):
-                    err = error
-                else:
-                    err = PPO1Error(m[1] if m[0] in ("PPO1Error", "RanksOutOfSync") else f"{m[0]}: {m[1]}")
-                err.all_ranks = True
-                raise err
+                ours, kind, text = m
+                raise RanksError(text if ours else f"{kind}: {text}")
 
     def exit(self, code: int) -> None:
         """End this rank now with `code` after a clean MPI_Finalize, skipping the interpreter's own
@@ -217,6 +212,18 @@ class Comm:
             from mpi4py import MPI
             if not MPI.Is_finalized():
                 MPI.Finalize()
+        os._exit(code)
+
+    def end_now(self, code: int) -> None:
+        """End this rank, and under MPI the job, at once with `code`, from where no exception may travel (a fatal
+        signal's handler): MPI_Abort (which may return before the launcher ends this rank), then the processes
+        below this one ended and os._exit."""
+        try:
+            self.abort(code)
+        except SystemExit:
+            pass
+        flush_console()
+        kill_descendants()
         os._exit(code)
 
     def abort(self, code: int = 1) -> None:

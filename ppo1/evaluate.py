@@ -17,7 +17,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error, checkpoint
+from ppo1 import checkpoint, runfiles
+from ppo1.errors import PPO1Error
 from ppo1.actions import action_nvec, check_actions, choose
 from ppo1.config import Config
 from ppo1.device import configure, fit_threads, select_device
@@ -66,7 +67,7 @@ def check_env_fits(where: str, num_actions: int, nvec, obs_spec: ObsSpec | None,
 def _load_on_root(config: Config, given: dict, which: str) -> tuple[checkpoint.TrainState, str, Config]:
     """Rank 0's part of load_trained: (the checkpoint `which` names without its training-only parts, its path,
     its config with the evaluation flags applied). Raises PPO1Error."""
-    state, path = checkpoint.resolve(config.run_dir, which)
+    state, path = runfiles.resolve(config.run_dir, which)
     saved = Config.from_dict(state.config)
     for name, value in sorted(given.items()):
         if name not in EVAL_FLAGS and value != getattr(saved, name):
@@ -79,7 +80,7 @@ def _load_on_root(config: Config, given: dict, which: str) -> tuple[checkpoint.T
 
 
 def load_trained(config: Config, given: dict, comm: Comm, which: str = "latest") -> Trained:
-    """The checkpoint `which` names (checkpoint.resolve: `latest`, the newest of config.run_dir; `best`, its
+    """The checkpoint `which` names (runfiles.resolve: `latest`, the newest of config.run_dir; `best`, its
     best.pt; or a .pt file's path) as a policy, on every rank.
 
     `given` holds the Config flags given on the command line; any of them outside EVAL_FLAGS must

@@ -23,7 +23,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error, checkpoint
+from ppo1 import runfiles
+from ppo1.errors import PPO1Error
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvOptions, Episode, make_eval_env
@@ -145,12 +146,12 @@ class BestSoFar:
     def load(self, log: Callable[[str], None], say_score: bool) -> None:
         """Read best.pt's record, so that a resumed run replaces it only with a better one; a best.pt that does not
         load is a warning (the next evaluation replaces it); `say_score`: a line with the score so far."""
-        self.record, problem = checkpoint.best_record(self.run_dir)
+        self.record, problem = runfiles.best_record(self.run_dir)
         if problem:
             log(f"ppo1: warning: {problem}; the next evaluation replaces it")
         elif self.record is not None and say_score:
             log(f"ppo1: best evaluation so far: score {self.record['score']:.2f} at iteration "
-                f"{self.record['iteration']} ({checkpoint.BEST})")
+                f"{self.record['iteration']} ({runfiles.BEST})")
 
     def offer(self, score: float, state, model: Callable[[], dict], config: Config) -> str:
         """An evaluation of `score` after the iteration of `state` (a TrainState): where it beats the best so far,
@@ -162,8 +163,8 @@ class BestSoFar:
         record = {"score": score, "iteration": state.iteration, "timesteps": state.timesteps,
                   "games": config.eval_episodes, "greedy": config.eval_greedy}
         try:
-            path = checkpoint.save_best(self.run_dir, dataclasses.replace(state, model=model(), best=record))
-        except checkpoint.CheckpointWriteError as e:
-            return f"; warning: the new best not written ({e}); the previous {checkpoint.BEST} is intact"
+            path = runfiles.save_best(self.run_dir, dataclasses.replace(state, model=model(), best=record))
+        except runfiles.CheckpointWriteError as e:
+            return f"; warning: the new best not written ({e}); the previous {runfiles.BEST} is intact"
         self.record = record
         return f"; new best -> {path}"

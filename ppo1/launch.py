@@ -15,7 +15,7 @@ import sys
 import termios
 import time
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 
 # What MPI launchers (mpich/hydra, Open MPI, PMIx) put in the environment of each process they start.
 LAUNCHER_RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")
@@ -177,14 +177,7 @@ def run_launcher(cmd: list[str]) -> int:
     hung_up, interrupts = [], []
 
     def deliver(signum: int) -> None:
-        ranks = local_ranks(child.pid)
-        if not ranks:
-            child.send_signal(signum)
-        for pid in ranks:
-            try:
-                os.kill(pid, signum)
-            except OSError:
-                pass
+        _deliver(child, signum)
 
     def on_hangup(_signum, _frame):
         if not hung_up:
@@ -213,6 +206,19 @@ def run_launcher(cmd: list[str]) -> int:
     if len(interrupts) >= 2:
         return 128 + signal.SIGINT
     return 128 - code if code < 0 else code  # mpirun killed by a signal: 128 + its number
+
+
+def _deliver(child, signum: int) -> None:
+    """A stop signal for the job under mpirun `child`: to this host's ranks themselves, or to mpirun where none is
+    found here (run_launcher says why)."""
+    ranks = local_ranks(child.pid)
+    if not ranks:
+        child.send_signal(signum)
+    for pid in ranks:
+        try:
+            os.kill(pid, signum)
+        except OSError:
+            pass
 
 
 def _start_mpirun(cmd: list[str]) -> tuple:

@@ -6,7 +6,7 @@ from typing import Callable
 
 import numpy as np
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.envs import EnvOptions
@@ -18,7 +18,7 @@ from ppo1.video import VIDEO_STREAM, Recording, describe, record_game
 def movie(config: Config, given: dict, comm: Comm, max_frames: int = 0, gif: bool = False,
           greedy: bool = False, out: Callable[[str], None] = print, checkpoint: str = "latest") -> Recording | None:
     """Record one game of the checkpoint `checkpoint` names (the newest, `best` or a .pt file's path:
-    ppo1.checkpoint.resolve) into the run's directory, checkpoint_dir/model_name/, or
+    ppo1.runfiles.resolve) into the run's directory, checkpoint_dir/model_name/, or
     asset_dir/model_name/ when asset_dir is given (rank 0 only).
 
     Returns the Recording on rank 0, None on the other ranks.

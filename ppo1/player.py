@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ppo1 import PPO1Error, error_line
+from ppo1.errors import PPO1Error, error_line
 from ppo1.config import Config
 from ppo1.distributed import Comm, say_line
 from ppo1.envs import EnvOptions, Episode, families, make_eval_env
@@ -71,10 +71,23 @@ def games_text(cfg: Config) -> str:
     return f" ({note})" if note else ""
 
 
+def _render_mode(out: Callable[[str], None]) -> str | None:
+    """--render: "human" where an X server answers (no sound: no audio errors without a sound card), else None
+    (headless) with a line saying why."""
+    if display_available():
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+        return "human"
+    if os.environ.get("DISPLAY"):
+        out(f"ppo1: --render: no X server answers at DISPLAY={os.environ['DISPLAY']}; playing headless")
+    else:
+        out("ppo1: --render: no display (DISPLAY is not set); playing headless")
+    return None
+
+
 def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = False,
          render: bool = False, out: Callable[[str], None] = say_line, checkpoint: str = "latest") -> list[Episode] | None:
     """Play `episodes` whole games with the checkpoint `checkpoint` names (the newest, `best` or a .pt file's
-    path: ppo1.checkpoint.resolve), split over the ranks.
+    path: ppo1.runfiles.resolve), split over the ranks.
 
     Every rank prints its games as they end; rank 0 prints the summary of all of them. Returns all
     games in game order on rank 0, None on the other ranks.
@@ -88,13 +101,7 @@ def play(config: Config, given: dict, comm: Comm, episodes: int, greedy: bool = 
         kind = "greedy (argmax)" if greedy else "sampled"
         out(f"ppo1: playing {episodes} games of {cfg.env_name}{games_text(cfg)} on {comm.size} rank(s), {kind} "
             f"actions, checkpoint {trained.describe()}")
-        if render and display_available():
-            render_mode = "human"
-            os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # no sound: no audio errors without a sound card
-        elif render and os.environ.get("DISPLAY"):
-            out(f"ppo1: --render: no X server answers at DISPLAY={os.environ['DISPLAY']}; playing headless")
-        elif render:
-            out("ppo1: --render: no display (DISPLAY is not set); playing headless")
+        render_mode = _render_mode(out) if render else None
     mine = games_of_rank(episodes, comm.rank, comm.size)
     seed = np.random.SeedSequence([cfg.seed, PLAY_STREAM, comm.rank])
     env_seed, torch_seed = seed.spawn(2)

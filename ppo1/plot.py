@@ -13,8 +13,8 @@ import math
 import os
 from typing import Callable
 
-from ppo1 import PPO1Error
-from ppo1.checkpoint import load_config
+from ppo1.errors import PPO1Error
+from ppo1.runfiles import load_config
 from ppo1.config import Config
 from ppo1.metrics import cumulative_seconds
 from ppo1.safeio import cause, ensure_writable_dir
@@ -166,6 +166,16 @@ def plot(entries: list[str], out_path: str, checkpoint_dir: str = "checkpoints",
     if curves > 1:
         ax.legend()
     fig.tight_layout()
+    try:
+        _save(fig, out_path)
+    finally:
+        plt.close(fig)
+    return out_path, left_out
+
+
+def _save(fig, out_path: str) -> None:
+    """Write the figure to the PNG `out_path` under a temporary name renamed into place (no partial file under its
+    name). PPO1Error naming the file and the cause where it cannot be written."""
     tmp = os.path.join(os.path.dirname(os.path.abspath(out_path)), f".plot-{os.getpid()}.png")
     try:
         os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
@@ -175,9 +185,6 @@ def plot(entries: list[str], out_path: str, checkpoint_dir: str = "checkpoints",
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise PPO1Error(f"cannot write the plot {out_path}: {cause(e)}") from None
-    finally:
-        plt.close(fig)
-    return out_path, left_out
 
 
 def plot_mode(config: Config, runs: str | None, x: str = "timesteps", model_name_given: bool = False,

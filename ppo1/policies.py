@@ -34,7 +34,7 @@ import torch
 from torch import nn
 from torch.distributions import Distribution
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 from ppo1.actions import action_nvec, choose, distribution, head_size
 from ppo1.cores import Cores, RecurrentCore
 from ppo1.observations import ACTION_MASK, CODES, IMAGE, VECTOR, Obs, ObsSpec
@@ -57,6 +57,11 @@ class ActorCritic(nn.Module):
         self.core: RecurrentCore | None = None  # --rnn lstm / gru
         self.critic_core: RecurrentCore | None = None  # --rnn_critic separate: the value head's own core
         self.cores: Cores | None = None  # both, and the memory's layout (--rnn)
+
+    def laid_out(self, obs: Obs) -> Obs:
+        """The update's observations (B, ...) in the memory layout this policy's torso reads fastest, the same
+        values: as they are (a CNN's frames: channels-last on the CPU, CnnPolicy)."""
+        return obs
 
     def features(self, obs: Obs) -> torch.Tensor:
         """obs (B, ...) -> the torso's features (B, F), float32: a CNN torso's convolutions run in the ambient
@@ -184,7 +189,7 @@ class CnnPolicy(ActorCritic):
     def __init__(self, num_actions: int, model_type: str = "small", in_channels: int = 4, init: str = "normc",
                  frame_norm: str = "scale", obs_shape: tuple[int, int, int] | None = None,
                  nvec: tuple[int, ...] | None = None, rnn: str = "none", rnn_size: int = 256,
-                 stacked: bool | None = None, rnn_critic: str = "shared", spec: ObsSpec | None = None,
+                 stacked: bool = True, rnn_critic: str = "shared", spec: ObsSpec | None = None,
                  rnn_init: str = "zeros"):
         super().__init__(spec or ObsSpec.of({IMAGE: tuple(obs_shape or (in_channels, 84, 84))}))
         images = self.spec.images
@@ -194,11 +199,11 @@ class CnnPolicy(ActorCritic):
         if self.vec_dim:
             self.vec_rms = RunningMeanStd((self.vec_dim,))
         # --frame_norm center: the running per-pixel mean of the frames. A stack of one-channel frames (the env
-        # says so: `stacked`; None, for callers that do not, means 4 channels) keeps one mean frame (H, W),
-        # updated from each observation's newest frame; any other image is one frame, its mean (C, H, W) per
-        # pixel and channel (an RGBA frame is not a stack of 4).
+        # says so: `stacked`, True by default as for the default image, Atari's 4 frames) keeps one mean frame
+        # (H, W), updated from each observation's newest frame; any other image is one frame, its mean (C, H, W)
+        # per pixel and channel (an RGBA frame is not a stack of 4).
         first = images[0].shape
-        self.stacked = first[0] == 4 if stacked is None else stacked
+        self.stacked = stacked
         self.torso, hidden = cnn_torso(model_type, first)
         self.more_torsos = nn.ModuleList()  # the torsos of the second image on, when there are several
         for entry in images[1:]:
@@ -241,6 +246,11 @@ class CnnPolicy(ActorCritic):
         if self.vec_dim:
             hs.append(self.vec_rms.normalize(obs[VECTOR]))
         return hs[0] if len(hs) == 1 else torch.cat(hs, -1)
+
+    def laid_out(self, obs: Obs) -> Obs:
+        """The frames (B, C, H, W) in frame_layout (channels-last on the CPU), laid out once for the update's
+        convolutions rather than in each forward; other entries as they are."""
+        return obs.map(lambda x: frame_layout(x) if x.dim() == 4 else x)
 
     def describe(self) -> str:
         """Each image's torso in words (the start line): `image (3, 7, 7): 2 convolutions 3x3 that keep ...`."""
@@ -392,13 +402,13 @@ class MlpPolicy(ActorCritic):
 
 
 def build(model_type: str, action_space, obs: ObsSpec | tuple[int, ...] = (4, 84, 84), init: str = "normc",
-          frame_norm: str = "scale", rnn: str = "none", rnn_size: int = 256, stacked: bool | None = None,
+          frame_norm: str = "scale", rnn: str = "none", rnn_size: int = 256, stacked: bool = True,
           rnn_critic: str = "shared", rnn_init: str = "zeros") -> nn.Module:
     """The policy of `--model_type` for an action space (or a number of discrete actions) and observations `obs`
     (an ObsSpec, or the shape of one entry: (C, H, W) an image, (D,) a vector): Discrete, MultiDiscrete or
     MultiBinary actions (and 1-D Box with `mlp`); rnn (`lstm`, `gru`, `none`): a RecurrentCore of rnn_size before
     the heads (rnn_critic `separate`: the value head's own second core); stacked: the images are stacks of
-    one-channel frames (the env's `stacked`; None: 4 channels are)."""
+    one-channel frames (the env's `stacked`; True by default, as Atari's (4, 84, 84))."""
     spec = obs if isinstance(obs, ObsSpec) else ObsSpec.of(
         {IMAGE: obs} if len(obs) == 3 else None, vector=obs[0] if len(obs) == 1 else 0)
     if not spec.entries:

@@ -235,6 +235,22 @@ def minibatch_loss(forward, mb: "Batch", hp: Hyper, weights: torch.Tensor | None
                     old_values=mb.values if hp.clip_vloss else None, weights=weights)
 
 
+def step(optimizer: torch.optim.Optimizer, comm: Comm, params: list[torch.nn.Parameter], loss: torch.Tensor,
+         share: float, max_norm: float, epoch: int, minibatch: int) -> float:
+    """One optimizer step on a minibatch's `loss` (times this rank's `share` of the samples, ranks_share):
+    backward -> gradients averaged over ranks -> global norm clipped to `max_norm` if > 0 -> Adam step. Returns the
+    norm before clipping. Raises NonFiniteUpdate, before the step, when the averaged gradients are not finite
+    (`epoch`, `minibatch`: where, for its line)."""
+    optimizer.zero_grad(set_to_none=False)
+    (loss if share == 1.0 else loss * share).backward()
+    comm.average_gradients(params)
+    norm = grad_norm(params, max_norm)
+    if not math.isfinite(norm):
+        raise NonFiniteUpdate(epoch, minibatch, float(loss.detach()))
+    optimizer.step()
+    return norm
+
+
 def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm, batch: "Batch", hp: Hyper,
            update_pass: "UpdatePass") -> dict[str, float]:
     """`hp.epochs` passes over the rank's batch in shuffled minibatches of `hp.minibatch` samples.
@@ -274,14 +290,7 @@ def update(policy: torch.nn.Module, optimizer: torch.optim.Optimizer, comm: Comm
             share, mean_kl = ranks_share(comm, weights, stats["kl_k3"], hp.target_kl)
             if stop := kl_exceeded(mean_kl, hp.target_kl):  # the same decision on every rank
                 break
-            optimizer.zero_grad(set_to_none=False)
-            (loss if share == 1.0 else loss * share).backward()
-            comm.average_gradients(params)
-            norm = grad_norm(params, hp.max_grad_norm)
-            if not math.isfinite(norm):
-                raise NonFiniteUpdate(epoch, i, float(loss.detach()))
-            optimizer.step()
-            norms += norm
+            norms += step(optimizer, comm, params, loss, share, hp.max_grad_norm, epoch, i)
             steps += 1
         if stop:
             break

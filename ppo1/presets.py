@@ -1,7 +1,8 @@
 """The hyperparameter families of `--preset`, each with its source and what differs from it.
 
 A preset gives a value to every flag not given on the command line; a field it does not name keeps
-the Config default (the PPO paper's Table 5). How `fast` was found: docs/history.md.
+the Config default (the PPO paper's Table 5). Which preset a run takes, and what it sets by the game and the
+actors: ppo1.resolve. How `fast` was found: docs/history.md.
 """
 from __future__ import annotations
 
@@ -148,8 +149,8 @@ def fast_optim_batchsize(actors: int, horizon: int, envs_per_rank: int = 1) -> i
 # envs take the Atari presets (the same CNNs on stacks of 84x84 gray frames), vector envs mujoco and ppo_lstm,
 # Procgen its own.
 VECTOR_PRESETS = {"mujoco": VECTOR_DEFAULTS, "ppo_lstm": RECURRENT_VECTOR}
-# Every preset by name, with the values it sets (config.preset_values adds those that depend on the game and the
-# actors).
+# Every preset by name, with the values it sets (ppo1.resolve.preset_values adds those that depend on the game and
+# the actors).
 ALL_PRESETS = {**PRESETS, **VECTOR_PRESETS, "procgen": PROCGEN_PRESET}
 # The flags of the image preprocessing (the `pixels` family's): refused for a family that takes none.
 FRAME_FLAGS = ("frame_skip", "frame_size", "frame_upscale", "frame_gray", "frame_stack", "obs_key", "obs_vectors",

@@ -11,7 +11,7 @@ from ppo1.stops import say
 
 class EnvRestarts:
     """The env restarts of rank `rank` in the iterations of a run (resumes included), the one owner of their count:
-    a VecEnv asks `take` whether an env whose step raised is made anew (VecEnv.mend_with); `iterations` is what a
+    a VecEnv's EnvMaker asks `take` whether an env whose step raised is made anew (mend_with); `iterations` is what a
     checkpoint keeps of them (state_dict)."""
 
     with_games = False  # a part of a rank's state (ppo1.checkpoint.RankParts) loaded whether or not games go on
@@ -33,7 +33,7 @@ class EnvRestarts:
         self.iterations = self.recent(iteration)
 
     def take(self, restart) -> bool:
-        """Whether the env of `restart` (ppo1.envs.base.Restart) is made anew: while --env_restarts allows one more
+        """Whether the env of `restart` (ppo1.envs.maker.Restart) is made anew: while --env_restarts allows one more
         in the current iteration. One taken is counted, with a warning on the rank and its traceback kept."""
         if len(self.recent(self.iteration)) >= self.limit:
             return False

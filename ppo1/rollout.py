@@ -17,13 +17,44 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from ppo1.device import batched_act
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 from ppo1.envs import EnvCrash, Episode
 from ppo1.metrics import Profile
 from ppo1.observations import Obs
-from ppo1.torsos import frame_layout
 from ppo1.advantages import standardize
+
+
+def batched_act(policy, device: torch.device, obs: Obs) -> Callable[..., tuple]:
+    """A function from the k envs' observations (an Obs of (k, ...) entries, as `obs`) and, with --rnn, their
+    memories (k, memory_size) on `device` (else None) to (actions (k, ...), log-probs (k,), values (k,)) as numpy
+    and the memories after them (on `device`; None without --rnn), running `policy.act` on `device`.
+
+    CPU: the observations are used in place (torch.from_numpy), no copy. CUDA: they are copied
+    into a pinned host buffer and sent as one non-blocking copy; actions, log-probs and values
+    come back packed in one float64 tensor (exact for int64 actions < 2**53 and float32 values),
+    one transfer per step.
+    """
+    if device.type == "cpu":
+        def act_cpu(o: Obs, memory: torch.Tensor | None = None) -> tuple:
+            action, logp, value, memory = policy.act(o.map(torch.from_numpy), memory=memory)
+            return action.numpy(), logp.numpy(), value.numpy(), memory
+        return act_cpu
+
+    pinned = obs.map(lambda x: torch.empty(x.shape, dtype=torch.from_numpy(x[:0]).dtype).pin_memory())
+    host = pinned.map(lambda t: t.numpy())
+    k = len(obs)
+    action_shape = tuple(policy.action_shape)
+    action_dtype = np.dtype(policy.action_dtype)
+    a_width = int(np.prod(action_shape)) if action_shape else 1
+
+    def act_device(o: Obs, memory: torch.Tensor | None = None) -> tuple:
+        host[...] = o  # the previous step's transfer back has completed, so the buffer is free
+        action, logp, value, memory = policy.act(pinned.map(lambda t: t.to(device, non_blocking=True)), memory=memory)
+        packed = torch.cat([action.reshape(k, a_width).double(), logp.reshape(k, 1).double(),
+                            value.reshape(k, 1).double()], dim=1).cpu().numpy()  # (k, A + 2)
+        actions = packed[:, :a_width].astype(action_dtype).reshape(k, *action_shape)
+        return actions, packed[:, a_width].astype(np.float32), packed[:, a_width + 1].astype(np.float32), memory
+    return act_device
 
 
 def rows(x: torch.Tensor, idx: torch.Tensor | slice) -> torch.Tensor:
@@ -211,24 +242,27 @@ class Segment:
         a view)."""
         return self.obs[:len(self.rewards)]
 
-    def _samples(self, layout: Callable, device: torch.device, standardize_adv: bool) -> dict:
+    def _samples(self, layout: Callable, device: torch.device, standardize_adv: bool, lay_out: Callable) -> dict:
         """The per-sample fields of a Batch, each (T, k, ...) flattened by `layout` (time_major, env_major)
-        onto `device`; frames laid out once here for the convolutions (frame_layout), not in each forward."""
+        onto `device`; the observations in the policy's own input layout (`lay_out`: ActorCritic.laid_out), once here,
+        not in each forward."""
         n = self.rewards.size  # T x k samples on this rank
         weights = None if self.weights is None or self.weights.all() else self.weights  # (T, k): a step crashed
         adv = self.advantages.reshape(n)
         if standardize_adv:  # over the samples the losses learn from
             adv = standardize(adv, None if weights is None else weights.reshape(n), self.returns.reshape(n))
         obs = self.step_obs.map(lambda x: layout(x, device))
-        return dict(obs=obs.map(lambda x: frame_layout(x) if x.dim() == 4 else x), actions=layout(self.actions, device),
+        return dict(obs=lay_out(obs), actions=layout(self.actions, device),
                     logp=layout(self.logp, device), adv=layout(adv.reshape(self.rewards.shape), device),
                     returns=layout(self.returns, device), values=layout(self.values, device),
                     weights=None if weights is None else layout(weights, device))
 
-    def batch(self, device: torch.device, rng: np.random.Generator, standardize_adv: bool) -> Batch:
+    def batch(self, device: torch.device, rng: np.random.Generator, standardize_adv: bool,
+              lay_out: Callable[[Obs], Obs] = lambda obs: obs) -> Batch:
         """The segment's samples flattened time-major to one Batch on `device` (copied there once per
-        iteration). `standardize_adv`: advantages standardised over the whole batch (baselines ppo1)."""
-        return Batch(**self._samples(time_major, device, standardize_adv), rng=rng)
+        iteration). `standardize_adv`: advantages standardised over the whole batch (baselines ppo1); `lay_out`: the
+        observations in the layout the policy reads (its `laid_out`; default: as they are)."""
+        return Batch(**self._samples(time_major, device, standardize_adv, lay_out), rng=rng)
 
 
 @dataclasses.dataclass
@@ -239,12 +273,13 @@ class RecurrentSegment(Segment):
     #                                                        before steps 0, L, 2L, ...
     seq_len: int = dataclasses.field(kw_only=True)         # L
 
-    def batch(self, device: torch.device, rng: np.random.Generator, standardize_adv: bool) -> RecurrentBatch:
+    def batch(self, device: torch.device, rng: np.random.Generator, standardize_adv: bool,
+              lay_out: Callable[[Obs], Obs] = lambda obs: obs) -> RecurrentBatch:
         """The segment's samples as one RecurrentBatch on `device`, laid out env-major: env after env, each
-        env's T steps as T / L chunks of L. `standardize_adv` as for Segment.batch."""
+        env's T steps as T / L chunks of L. `standardize_adv` and `lay_out` as for Segment.batch."""
         starts = np.zeros_like(self.dones)
         starts[1:] = self.dones[:-1]  # the step after an episode's last begins the next (step 0: memory0 holds it)
-        return RecurrentBatch(**self._samples(env_major, device, standardize_adv), rng=rng,
+        return RecurrentBatch(**self._samples(env_major, device, standardize_adv, lay_out), rng=rng,
                               starts=env_major(starts, device), memory0=env_major(self.memory0, device),
                               seq_len=self.seq_len)
 

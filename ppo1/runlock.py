@@ -17,7 +17,7 @@ import socket
 import time
 from typing import Callable
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 from ppo1.safeio import cause, ensure_writable_dir
 
 LOCK = "train.lock"

@@ -17,7 +17,7 @@ import os
 import tempfile
 from typing import Callable
 
-from ppo1 import PPO1Error, error_line
+from ppo1.errors import PPO1Error, error_line
 
 _PLAIN = {
     errno.ENOSPC: "disk full",

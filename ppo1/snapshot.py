@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Callable
 
 import cv2
 import numpy as np
 
-from ppo1.checkpoint import atomic_write
+from ppo1.runfiles import atomic_write
 from ppo1.safeio import cause
 
 FILE = "snapshot.png"
@@ -42,19 +43,21 @@ def png(image: np.ndarray) -> bytes:
 
 
 class Snapshots:
-    """Rank 0's snapshots of its envs every `interval` iterations (0: never). A snapshot that cannot be
-    made or written is a warning (once), and training goes on without them."""
+    """Rank 0's snapshots of its envs every `interval` iterations (0: never): `rgb(i)` is what env i shows now,
+    (H, W, 3) uint8, for each of its `count` envs (VecEnv.rgb). A snapshot that cannot be made or written is a
+    warning (once), and training goes on without them."""
 
-    def __init__(self, run_dir: str, interval: int, envs: list, events=None, warn=print):
+    def __init__(self, run_dir: str, interval: int, rgb: Callable[[int], np.ndarray], count: int, events=None,
+                 warn=print):
         self.path = os.path.join(run_dir, FILE)
-        self.interval, self.envs, self.events, self.warn = interval, envs, events, warn
+        self.interval, self.rgb, self.count, self.events, self.warn = interval, rgb, count, events, warn
 
     def maybe_write(self, iteration: int, timesteps: int) -> str | None:
         """Write the snapshot when `iteration` is a multiple of the interval. Returns its path, or None."""
         if not self.interval or iteration % self.interval:
             return None
         try:
-            image = grid([np.asarray(env.rgb(), np.uint8) for env in self.envs])
+            image = grid([np.asarray(self.rgb(i), np.uint8) for i in range(self.count)])
             data = png(image)
             atomic_write(self.path, lambda f: f.write(data))
         except Exception as e:  # an env that cannot render, a full disk: say it once, train on

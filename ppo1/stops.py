@@ -6,8 +6,8 @@ import os
 import signal
 import time
 
-from ppo1 import checkpoint
-from ppo1.envs.calls import STUCK
+from ppo1 import runfiles
+from ppo1.envs.calls import STUCK, Call, describe
 from ppo1.launch import kill_descendants
 
 
@@ -29,13 +29,14 @@ def say(line: str) -> None:
         pass
 
 
-def stop_line(name: str, slot: tuple | None, now: float, rank: int = 0, quiet: bool = False) -> str | None:
+def stop_line(name: str, call: Call | None, now: float, rank: int = 0, quiet: bool = False) -> str | None:
     """The line a first SIGINT or SIGTERM (`name`) prints at once: that the rank waits for an env's call that has
-    run for STUCK s or more (`slot`: VecEnv.calling; `now` on its clock), else (rank 0 only, not `quiet`) that
-    the run stops after this iteration with a checkpoint; and what a second one does. None: nothing to say."""
+    run for STUCK s or more (`call`: its VecEnv's CallSlot.current; `now` on its clock), else (rank 0 only, not
+    `quiet`) that the run stops after this iteration with a checkpoint; and what a second one does. None: nothing
+    to say."""
     second = "a second Ctrl-C (or SIGTERM) exits at once without a new checkpoint"
-    if slot is not None and now - slot[2] >= STUCK:
-        return (f"ppo1: {name}: rank {rank} waits for env {slot[0]}'s {slot[1]} (running for {now - slot[2]:.0f} s); "
+    if call is not None and now - call.start >= STUCK:
+        return (f"ppo1: {name}: rank {rank} waits for {describe(call)} (running for {now - call.start:.0f} s); "
                 f"it stops after this iteration with a checkpoint once that returns; {second}")
     return None if quiet else f"ppo1: {name}: stopping after this iteration with a checkpoint; {second}"
 
@@ -47,7 +48,8 @@ class StopRequest:
     cut the stop's checkpoint short; its terminal is gone)."""
 
     def __init__(self, quiet: bool = False, run_dir: str = "", rank: int = 0, calling=None):
-        """calling(): the rank's env call under way (VecEnv.calling) or None, for the first signal's line."""
+        """calling(): the rank's env call under way (a Call: its VecEnv's CallSlot.current) or None, for the first
+        signal's line."""
         self.signum = 0
         self.quiet = quiet  # ranks other than 0 exit without a word (unless an env call holds them up)
         self.run_dir = run_dir  # where a checkpoint of an earlier iteration may lie
@@ -77,7 +79,7 @@ class StopRequest:
             if not self.quiet:
                 what = ("; the checkpoint of this stop is written" if self.saved else
                         " without a checkpoint; the newest one on disk is intact"
-                        if os.path.lexists(os.path.join(self.run_dir, checkpoint.LATEST)) else
+                        if os.path.lexists(os.path.join(self.run_dir, runfiles.LATEST)) else
                         " without a checkpoint; none was written yet")
                 say(f"ppo1: second {signal.Signals(signum).name}: exiting now{what}")
             kill_descendants()  # the envs are not closed on this path: no engine outlives the rank

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 
 
 def normc_(weight: torch.Tensor, std: float = 1.0) -> torch.Tensor:

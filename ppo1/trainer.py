@@ -13,18 +13,20 @@ import cv2
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error, checkpoint, error_line, runlock
+from ppo1 import checkpoint, runfiles, runlock
+from ppo1.errors import PPO1Error, RanksError, error_line
 from ppo1 import device as devices
 from ppo1.actions import action_nvec
 from ppo1.advantages import RewardNormalizer, gae, shape_rewards
-from ppo1.bounds import check_batch_memory
+from ppo1.bounds import check_batch_ram
 from ppo1.checkpoint import ModelIO, RankParts, RankRngs, TrainState
 from ppo1.config import Config
-from ppo1.distributed import Comm, flush_console, kill_descendants
+from ppo1.distributed import Comm
 from ppo1.envs import EnvCrash, EnvDataError, EnvOptions, Spares, make_vec_env
-from ppo1.envs.calls import CallTimer
+from ppo1.envs.calls import Call, CallTimer
 from ppo1.envs.faults import EngineFaults
 from ppo1.evaluation import BestSoFar, Evaluation
+from ppo1.keeper import Keeper
 from ppo1.snapshot import Snapshots
 from ppo1.metrics import EpisodeLog, ProgressLog, Recorder, timed
 from ppo1.observations import Obs
@@ -37,29 +39,6 @@ from ppo1.update_pass import UpdatePass
 from ppo1.video import TrainingVideo
 from ppo1.wandb_log import WandbLog, require as require_wandb
 from ppo1.watchdog import Watchdog
-
-
-def default_threads(config: Config, cores: int, local_ranks: int) -> int:
-    """torch threads per rank: 1 if --deterministic, else --num_threads, else 1 for a feed-forward MLP (its
-    tensors are too small to share out: a second thread only waits on the first, and where another process holds a
-    core the two wait on each other, 3.7x slower in docs/throughput.md), else the node's cores / its ranks."""
-    if config.deterministic:
-        return 1
-    if config.num_threads:
-        return config.num_threads
-    if config.model_type == "mlp" and config.rnn == "none":
-        return 1
-    return max(1, cores // local_ranks)
-
-
-def configure_threads(config: Config, comm: Comm, log=print) -> int:
-    """Set this rank's torch threads (default_threads, at most the cores this process may use); returns them."""
-    n = devices.fit_threads(default_threads(config, devices.cpu_count(), comm.local_size), log)
-    torch.set_num_threads(n)
-    if config.deterministic or torch.are_deterministic_algorithms_enabled():
-        torch.use_deterministic_algorithms(config.deterministic)  # imports Inductor: ~1 s of CPU per process
-    cv2.setNumThreads(1)
-    return n
 
 
 class Trainer:
@@ -98,16 +77,16 @@ class Trainer:
         with StopRequest(quiet=not comm.is_root, run_dir=cfg.run_dir, rank=comm.rank, calling=self.env_call) as stop, \
                 Watchdog(cfg.watchdog_timeout, comm.rank, comm.abort, calling=self.env_call) as wd:
             self.wd = wd
-            while self.state.iteration < self.n_iters:
+            while self.train_state.iteration < self.n_iters:
                 wd.phase = "rollout"
-                t = self.state.timesteps
+                t = self.train_state.timesteps
                 hp = Hyper.at(cfg, linear_alpha(t, cfg.env_steps), cfg.envs_per_rank,   # the step size warms
                               warmup_factor(t + cfg.steps_per_iteration(comm.size), cfg.lr_warmup))  # up to its batch's end
                 seg = self.collect()                                             # T x k steps
                 self.advantages(seg)                                             # GAE(lambda), TD(lambda)
                 stats = self.update(seg, hp)                                     # epochs x minibatches
-                self.state.iteration += 1                                        # counted: what follows sees it
-                self.state.timesteps += self.steps_per_iter
+                self.train_state.iteration += 1                                        # counted: what follows sees it
+                self.train_state.timesteps += self.steps_per_iter
                 self.evaluate()                                                  # --eval_interval, best.pt
                 reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
                 self.record(seg, stats, hp)                                      # progress.csv, console, TB
@@ -121,19 +100,12 @@ class Trainer:
         (EngineFaults): a new run's folder that holds only its lock removed (by any rank: rank 0 may be waiting in a
         collective, to be ended by the abort), the envs' processes ended."""
         runlock.remove_if_only_lock(self.config.run_dir)
-        if self.comm.size > 1:
-            try:
-                self.comm.abort(code)  # MPI_Abort, which may return before the launcher ends this rank
-            except SystemExit:
-                pass
-        flush_console()
-        kill_descendants()
-        os._exit(code)
+        self.comm.end_now(code)
 
-    def env_call(self) -> tuple | None:
-        """The env call this rank is in (VecEnv.calling), None outside one or before the envs are made."""
+    def env_call(self) -> Call | None:
+        """The env call this rank is in (its VecEnv's CallSlot), None outside one or before the envs are made."""
         venv = getattr(self, "venv", None)
-        return None if venv is None else venv.calling
+        return None if venv is None else venv.calls.current
 
     # ------------------------------------------------------------------ set-up and resume
     def setup(self) -> tuple[TrainState | None, str | None, Obs]:
@@ -141,20 +113,8 @@ class Trainer:
         optimizer; rank 0 loads the newest checkpoint. Any rank may fail here, so all ranks agree on the outcome
         before going on; a refused set-up leaves no run directory that holds only its lock. Returns (the checkpoint
         to resume from, its path), both None for a new run, on every rank, and the envs' first observations."""
+        self._machine()
         cfg, comm = self.config, self.comm
-        self.threads = configure_threads(cfg, comm, self.log)
-        self.device = devices.setup_rank(cfg.device, cfg.deterministic, comm, self.log)  # the first line: devices
-        if cfg.precision != "fp32":  # auto: bf16 where every rank's device has it (config.json keeps the choice);
-            # bf16: refused where a rank's device has not
-            precision = devices.resolve_precision(cfg.precision, cfg.model_type,
-                                                  comm.allgather(devices.bf16_capable(self.device)))
-            if comm.is_root and cfg.precision == "auto":
-                self.log(f"ppo1: --precision auto: {precision}")
-            self.config = cfg = dataclasses.replace(cfg, precision=precision)
-        torch.manual_seed(cfg.seed * 1000 + comm.rank)
-        random.seed(cfg.seed * 1000 + comm.rank)
-        self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, comm.rank, 2**31 - 1]))
-        self.n_actors = comm.size * cfg.envs_per_rank
         error, saved, path, obs, self.lock = None, None, None, None, None
         try:  # first of all: rank 0 locks the run directory (one training per run), refused at once if held
             cfg.check_fits(comm.size)
@@ -168,9 +128,9 @@ class Trainer:
         try:
             self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank, EnvOptions.of(cfg),
                                      self.spares)
-            self.calls.watch(self.venv)
+            self.calls.watch(self.venv.calls)
             obs = self.venv.reset()  # an env that refuses its first observations (a bad mask) is a refused set-up
-            check_batch_memory(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs_spec.nbytes(),
+            check_batch_ram(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs_spec.nbytes(),
                                comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs_spec,
                                 init=cfg.init, frame_norm=cfg.frame_norm, rnn=cfg.rnn, rnn_size=cfg.rnn_size,
@@ -183,7 +143,7 @@ class Trainer:
             if comm.is_root:
                 saved, path = self._newest_checkpoint()
                 if saved is None:  # a new run that could keep nothing is refused now, not after its last iteration
-                    checkpoint.check_room(cfg.run_dir, self.policy)
+                    runfiles.check_room(cfg.run_dir, self.policy)
                 self.best.load(self.log, say_score=bool(cfg.eval_interval))
             if cfg.eval_interval:  # made once, here: an env that cannot be made stops the run before any work
                 self.evaluation = Evaluation(cfg, comm, saved.iteration if saved is not None else 0)
@@ -199,9 +159,27 @@ class Trainer:
             raise
         return (*comm.bcast((saved, path)), obs)
 
+    def _machine(self) -> None:
+        """Collective: this rank's threads and device, the run's precision (--precision auto: bf16 where every
+        rank's device has it, kept in config.json; bf16: refused where a rank's has not) and this rank's seeds."""
+        cfg, comm = self.config, self.comm
+        self.threads = devices.configure_threads(cfg, comm, self.log)
+        cv2.setNumThreads(1)  # the envs' image preprocessing: one thread per rank
+        self.device = devices.setup_rank(cfg.device, cfg.deterministic, comm, self.log)  # the first line: devices
+        if cfg.precision != "fp32":
+            precision = devices.resolve_precision(cfg.precision, cfg.model_type,
+                                                  comm.allgather(devices.bf16_capable(self.device)))
+            if comm.is_root and cfg.precision == "auto":
+                self.log(f"ppo1: --precision auto: {precision}")
+            self.config = cfg = dataclasses.replace(cfg, precision=precision)
+        torch.manual_seed(cfg.seed * 1000 + comm.rank)
+        random.seed(cfg.seed * 1000 + comm.rank)
+        self.rng = np.random.default_rng(np.random.SeedSequence([cfg.seed, comm.rank, 2**31 - 1]))
+        self.n_actors = comm.size * cfg.envs_per_rank
+
     def _newest_checkpoint(self) -> tuple[TrainState | None, str | None]:
         """Rank 0: the newest checkpoint that resumes and fits this run, or (None, None). Raises PPO1Error."""
-        saved, path, problems = checkpoint.load_newest(self.config.run_dir, resume=True)
+        saved, path, problems = runfiles.load_newest(self.config.run_dir, resume=True)
         for p in problems:
             self.log(f"ppo1: warning: {p}; using an older checkpoint")
         if saved is not None:
@@ -217,11 +195,11 @@ class Trainer:
         cfg, comm = self.config, self.comm
         # model, optimizer and ranks: filled at each save
         nvec = action_nvec(self.venv.action_space)
-        self.state = TrainState(model={}, config=cfg.to_saved(), num_actions=self.venv.num_actions,
+        self.train_state = TrainState(model={}, config=cfg.to_saved(), num_actions=self.venv.num_actions,
                                 n_actors=self.n_actors, obs_spec=self.venv.obs_spec.to_list(),
                                 action_nvec=None if nvec is None else list(nvec),
                                 model_io=ModelIO.of(self.venv.action_space, self.venv.stacked))
-        self.venv.mend_with(self.restarts)  # --env_restarts: an env whose step raises is made anew
+        self.venv.maker.mend_with(self.restarts)  # --env_restarts: an env whose step raises is made anew
         self.collector = make_collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
                                         self.profile, cfg.seq_len())
         self.rank_parts = RankParts(rngs=RankRngs(self.rng, self.device), envs=self.venv, restarts=self.restarts,
@@ -234,7 +212,9 @@ class Trainer:
         except Exception as e:
             error = PPO1Error(f"checkpoint {path} does not fit this run and cannot be restored: {error_line(e)}")
         comm.agree(error)
-        self.kept = (self.state.iteration, path)  # the newest checkpoint of the run's work: (its iteration, file)
+        self.keeper = Keeper(cfg, comm, self.train_state, self.policy, self.optimizer, self.rank_parts,
+                             self.reward_norm, self.lock, kept=(self.train_state.iteration, path),
+                             log=lambda line: self.log(line))  # the log of the moment: above the progress bar
         comm.broadcast_parameters(self.policy)
         comm.check_synced(self.policy)
         self._open_logs()
@@ -244,9 +224,9 @@ class Trainer:
         (rank_parts) when it ran on as many ranks, else new games with seeds no earlier rank used."""
         self.policy.load_state_dict(saved.model)
         self.optimizer.load_state_dict(saved.optimizer)
-        self.state.iteration, self.state.timesteps, self.state.episodes = saved.iteration, saved.timesteps, saved.episodes
-        self.state.recent.extend(saved.recent)
-        self.state.wandb_id = saved.wandb_id  # the W&B run a resume continues
+        self.train_state.iteration, self.train_state.timesteps, self.train_state.episodes = saved.iteration, saved.timesteps, saved.episodes
+        self.train_state.recent.extend(saved.recent)
+        self.train_state.wandb_id = saved.wandb_id  # the W&B run a resume continues
         if self.reward_norm is not None and saved.reward_norm is not None:
             self.reward_norm.load_state_dict(saved.reward_norm)
         if saved.n_ranks == self.comm.size:  # the games go on where saved (with their memories and running
@@ -256,14 +236,15 @@ class Trainer:
                      f"{self.n_actors} actors): model, optimizer and counters resume; games and RNGs start afresh")
             ranks = [saved.rank(r) for r in range(saved.n_ranks)]
             self.restarts.load_state_dict(max(ranks, key=lambda r: len(r.get("restarts") or [])))  # the most counted
-            # no seed of the earlier ranks' envs again: every place past the most envs made in any
-            self.venv.renew([max(m for r in ranks for m in (r.get("env_made") or [0]))] * self.venv.num_envs)
+            # no seed of the earlier ranks' envs again: no games, every place made anew past the most envs made in any
+            made = max(m for r in ranks for m in (r.get("env_made") or [0]))
+            self.venv.load_state_dict({"envs": None, "env_made": [made] * self.venv.num_envs})
         self.collector.resume_from(self.venv.obs)
 
     def _open_logs(self) -> None:
         """The update's pass (its precision, --compile), the loop's logs (rank 0: console, progress.csv,
         TensorBoard, videos; every rank: its episode CSV) and clocks."""
-        cfg, comm, state = self.config, self.comm, self.state
+        cfg, comm, state = self.config, self.comm, self.train_state
         self.n_iters = cfg.num_iterations(comm.size)
         self.steps_per_iter = cfg.steps_per_iteration(comm.size)
         progress, self.video, self.snapshots = None, None, None
@@ -279,8 +260,8 @@ class Trainer:
             progress = ProgressLog(cfg.run_dir, total_steps=self.n_iters * self.steps_per_iter,
                                    start_step=state.timesteps)
             self.video = TrainingVideo(cfg, log=progress.note)
-            self.snapshots = Snapshots(cfg.run_dir, cfg.snapshot_interval, self.venv.envs, progress.events,
-                                       warn=progress.note)
+            self.snapshots = Snapshots(cfg.run_dir, cfg.snapshot_interval, self.venv.rgb, self.venv.num_envs,
+                                       progress.events, warn=progress.note)
             self.log = progress.note  # later messages go above the progress bar
             if cfg.wandb:  # the checkpoint's W&B run, or a new one whose id the next checkpoint keeps
                 self.wandb = WandbLog.start(cfg, state.wandb_id, warn=progress.note)
@@ -296,7 +277,7 @@ class Trainer:
         """Collective: the rollout of T steps in each env. What an env does wrong on any rank (data ppo1 cannot
         train on, an exception of its own past --env_restarts: its traceback into the run directory) stops the
         run on every rank before anything of this iteration is used, its work kept (env_stop)."""
-        iteration = self.state.iteration + 1
+        iteration = self.train_state.iteration + 1
         self.restarts.begin(iteration)  # an env made anew meanwhile: a warning on the rank, its trace kept
         seg, why = None, None
         try:
@@ -311,19 +292,9 @@ class Trainer:
 
     def env_stop(self, why: str) -> None:
         """Collective: end training for an env's fault `why` (the lowest rank's) with the work of the iterations
-        done kept: a checkpoint of the last complete iteration, unless one is on disk already; its games start
-        anew on resume (an env may have broken mid-rollout). Raises the one line every rank exits with."""
-        state, latest = self.state, os.path.join(self.config.run_dir, checkpoint.LATEST)
-        if state.iteration == self.kept[0]:
-            kept = (f"{self.kept[1]} holds its work up to iteration {state.iteration}" if state.iteration
-                    else "no iteration was complete, so there is no work to keep")
-        else:
-            problem = self.save(games=False)
-            kept = (f"{latest} now holds iteration {state.iteration} (its games start anew on resume)"
-                    if problem is None else f"{problem}")
-        err = PPO1Error(f"{why}; nothing of this iteration was used; {kept}")
-        err.all_ranks = True
-        raise err
+        done kept (Keeper.keep_work). Raises the one line every rank exits with."""
+        self.wd.phase = "checkpoint gather"
+        raise RanksError(f"{why}; nothing of this iteration was used; {self.keeper.keep_work()}")
 
     @timed("advantages")
     def advantages(self, seg: Segment) -> None:
@@ -346,16 +317,15 @@ class Trainer:
             moved = self.policy.observe(seg.step_obs, self.comm.sum)  # baselines: before the epochs
         self.wd.phase = "gradient allreduce"
         with self.profile.timer("update"):
-            batch = seg.batch(self.device, self.rng, standardize_adv=self.config.adv_norm == "batch")
+            batch = seg.batch(self.device, self.rng, standardize_adv=self.config.adv_norm == "batch",
+                              lay_out=self.policy.laid_out)
             self.update_pass.set_pi_old(batch, moved)  # where the statistics moved or in bf16: the first ratio is 1
             try:
                 stats = update(self.policy, self.optimizer, self.comm, batch, hp, self.update_pass)
             except NonFiniteUpdate as e:  # the same on every rank: one line, exit 2, nothing saved of it
-                err = PPO1Error(f"training stopped at iteration {self.state.iteration + 1}, {e}; no step "
-                                "was taken and no checkpoint written of it (the newest on disk is intact); "
-                                "try a smaller --optim_stepsize or a larger minibatch")
-                err.all_ranks = True
-                raise err from None
+                raise RanksError(f"training stopped at iteration {self.train_state.iteration + 1}, {e}; no step was "
+                                 "taken and no checkpoint written of it (the newest on disk is intact); try a smaller "
+                                 "--optim_stepsize or a larger minibatch") from None
         live = seg.weights.reshape(-1) > 0  # the samples trained on (not the steps whose env crashed)
         stats["explained_variance"] = explained_variance(seg.values.reshape(-1)[live], seg.returns.reshape(-1)[live])
         return stats
@@ -365,7 +335,7 @@ class Trainer:
         """Collective: the games finished on all ranks, the statistics averaged over ranks, the periodic
         parameter sync check; rank 0 writes the iteration's row and, when due, records a video and writes a
         snapshot of its envs."""
-        cfg, comm, state = self.config, self.comm, self.state
+        cfg, comm, state = self.config, self.comm, self.train_state
         self.episode_log.write(seg.episodes, state.timesteps)
         self.wd.phase = "episode statistics allgather"
         finished = [g for games in comm.allgather([(e.ret, e.length) for e in seg.episodes]) for g in games]
@@ -401,7 +371,7 @@ class Trainer:
         """Collective, when due (--eval_interval, and after the last iteration): the policy after this iteration's
         update plays the evaluation games (ppo1.evaluation); rank 0 records their columns, says a line, and keeps the
         policy as best.pt when its score (the mean return of the games play plays) beats the best so far."""
-        state = self.state
+        state = self.train_state
         if self.evaluation is None or not self.evaluation.due(state.iteration, self.n_iters):
             return
         self.wd.phase = f"evaluation ({self.config.eval_episodes} games)"
@@ -421,69 +391,32 @@ class Trainer:
         lost = self.lock is not None and not self.lock.intact()  # rank 0 holds the lock
         gathered = self.comm.allgather((lost, stop.signum))  # one collective for both
         if any(lost for lost, _ in gathered):
-            err = PPO1Error(f"the run directory {self.config.run_dir} was removed or moved (its lock file with it) "
-                            f"while training: stopped after iteration {self.state.iteration}, writing nothing more there, "
-                            "so no second training shares it")
-            err.all_ranks = True
-            raise err
+            raise RanksError(f"the run directory {self.config.run_dir} was removed or moved (its lock file with it) "
+                             f"while training: stopped after iteration {self.train_state.iteration}, writing nothing more "
+                             "there, so no second training shares it")
         signum = stop.agreed([signum for _, signum in gathered])
         if signum:
             self.exit_code = 128 + signum
             return f"stopped by {signal.Signals(signum).name}" + (" (a hang-up)" if signum == signal.SIGHUP else "")
-        if self.stop_after and self.state.iteration - self.start_iteration >= self.stop_after:
+        if self.stop_after and self.train_state.iteration - self.start_iteration >= self.stop_after:
             return f"stopped after {self.stop_after} iterations (--stop_after_iterations)"
         return None
 
     @timed("checkpoint")
     def maybe_save(self, stop_reason: str | None) -> bool:
-        """Collective: checkpoint every save_interval iterations and after the last one. Returns whether
-        this was the last iteration. A checkpoint that cannot be written is a warning, but an error at the end."""
+        """Collective: checkpoint every save_interval iterations and after the last one (Keeper.save_due). Returns
+        whether this was the last iteration."""
         self.reason = stop_reason or self.reason
-        final = stop_reason is not None or self.state.iteration == self.n_iters
-        if final or self.state.iteration % self.config.save_interval == 0:
-            problem = self.save()
-            if problem and final:
-                if self.lock is not None and not self.checkpointed():  # nothing of the run on disk: no
-                    self.lock.abandon()  # lock file and no run directory left that hold nothing else
-                err = PPO1Error(problem)
-                err.all_ranks = True
-                raise err
-            if problem and self.comm.is_root:
-                self.log(f"ppo1: warning: {problem}; training continues")
+        final = stop_reason is not None or self.train_state.iteration == self.n_iters
+        if final or self.train_state.iteration % self.config.save_interval == 0:
+            self.wd.phase = "checkpoint gather"
+            self.keeper.save_due(final)
         return final
-
-    def save(self, games: bool = True) -> str | None:
-        """Collective: rank 0 writes a checkpoint of every rank's state (games False: without the envs' games,
-        RankParts.state_dict). Returns the error, if any."""
-        comm, state = self.comm, self.state
-        self.wd.phase = "checkpoint gather"
-        norm = self.reward_norm  # --norm_reward: its statistics, rank 0's = every rank's (the returns: rank_parts)
-        ranks = comm.gather(self.rank_parts.state_dict(games))
-        problem = None
-        if comm.is_root:
-            snapshot = dataclasses.replace(state, model=devices.to_cpu(self.policy.state_dict()),
-                                           optimizer=devices.to_cpu(self.optimizer.state_dict()),
-                                           n_ranks=comm.size, ranks=ranks,
-                                           reward_norm=norm.state_dict() if norm is not None else None)
-            try:
-                checkpoint.save(self.config.run_dir, snapshot, self.config, keep=self.config.keep_checkpoints)
-            except checkpoint.CheckpointWriteError as e:
-                problem = f"checkpoint at iteration {state.iteration} not written ({e}); " + (
-                    "the previous one is intact" if self.checkpointed() else "no checkpoint of this run exists yet")
-        problem = comm.bcast(problem)
-        if problem is None:
-            self.kept = (state.iteration, os.path.join(self.config.run_dir, checkpoint.LATEST))
-        return problem
-
-    def checkpointed(self) -> bool:
-        """Rank 0: whether the run directory holds a checkpoint (latest.pt or a numbered one)."""
-        run_dir = self.config.run_dir
-        return os.path.lexists(os.path.join(run_dir, checkpoint.LATEST)) or bool(checkpoint.list_checkpoints(run_dir))
 
     def finish(self) -> dict:
         """Close the envs and logs, release the run lock (rank 0), say how the run ended. Returns the
         final counters and the exit code."""
-        cfg, state = self.config, self.state
+        cfg, state = self.config, self.train_state
         self.episode_log.close()
         self.venv.close()
         if self.evaluation is not None:
@@ -493,7 +426,7 @@ class Trainer:
             if self.wandb is not None:  # the W&B run ends with the process's exit code (128 + a stop signal's)
                 self.wandb.finish(self.exit_code)
             self.lock.release()
-            latest = os.path.join(cfg.run_dir, checkpoint.LATEST)
+            latest = os.path.join(cfg.run_dir, runfiles.LATEST)
             if self.reason == "done":
                 self.log(f"ppo1: done: {state.timesteps} steps in {state.iteration} iterations; checkpoint {latest}")
             else:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable
 
 import torch
 
-from ppo1 import error_line
+from ppo1.errors import error_line
 
 if TYPE_CHECKING:
     from ppo1.rollout import Batch
@@ -44,7 +44,7 @@ class UpdatePass:
         self.device_type = torch.device(device).type
         self.bf16 = precision == "bf16"
         self.compiled: dict[Callable, Callable] | None = {} if compile else None  # fn -> torch.compile(fn)
-        self.state = "untried" if compile else "eager"  # --compile: -> "compiled" or "failed"
+        self.compilation = "untried" if compile else "eager"  # --compile: -> "compiled" or "failed"
 
     def forward(self, obs, actions, starts, memory0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """policy.evaluate in the update's precision: under bfloat16 autocast with bf16 (the torsos' convolutions
@@ -62,12 +62,12 @@ class UpdatePass:
     def run(self, fn: Callable, *args):
         """fn(forward, *args), where `forward` is this pass's (policy.evaluate in the update's precision): eager, or
         with --compile fn compiled as a whole (its backward too, when its outputs are differentiated)."""
-        if self.state in ("untried", "compiled"):
+        if self.compilation in ("untried", "compiled"):
             compiled = self.compiled.get(fn)
             if compiled is None:  # fn's first call: compiled, then its trial
                 compiled = self.compiled[fn] = torch.compile(functools.partial(fn, self.forward), backend=self.backend)
                 self._attempt(self._trial, compiled, args)
-            if self.state == "compiled":  # a new minibatch size (or grad mode) recompiles: that may fail too
+            if self.compilation == "compiled":  # a new minibatch size (or grad mode) recompiles: that may fail too
                 result = self._attempt(lambda c, a: c(*a), compiled, args)
                 if result is not None:
                     return result
@@ -85,10 +85,10 @@ class UpdatePass:
         """fn(compiled, args), marking the state compiled; on any error, failed (with the notice) and None."""
         try:
             result = fn(compiled, args)
-            self.state = "compiled"
+            self.compilation = "compiled"
             return result
         except Exception as e:  # noqa: BLE001 -- any compile or backend error: go eager
-            self.state = "failed"
+            self.compilation = "failed"
             self.log(f"ppo1: --compile: torch.compile failed ({_root_cause(e)}); "
                      "training goes on with the eager forward")
             return None

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 from ppo1.config import Config
 from ppo1.envs import EnvOptions
 from ppo1.envs.base import EnvRaised

@@ -30,7 +30,7 @@ import string
 from typing import Callable, Iterable
 from urllib.parse import urlparse
 
-from ppo1 import PPO1Error, error_line
+from ppo1.errors import PPO1Error, error_line
 from ppo1.config import Config
 
 INSTALL = "pip install -e '.[wandb]'"

@@ -21,9 +21,12 @@ import socket
 import statistics
 import threading
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ppo1.ticker import Ticker
+
+if TYPE_CHECKING:  # (not at run time: the watchdog imports no env code)
+    from ppo1.envs.calls import Call
 
 AUTO = -1.0            # watchdog_timeout meaning "automatic"
 MULTIPLE = 10.0        # automatic limit: MULTIPLE x the median iteration time ...
@@ -57,9 +60,9 @@ class Watchdog(Ticker):
     def __init__(self, timeout: float, rank: int = 0, abort: Callable[[int], None] | None = None,
                  exit: Callable[[int], None] = os._exit, grace: float = GRACE,
                  clock: Callable[[], float] = time.monotonic, write: Callable[[str], None] | None = None,
-                 calling: Callable[[], tuple | None] | None = None):
-        """calling(): the rank's env call under way (VecEnv.calling: env index, call, its start on `clock`), or
-        None; the line names it when the rank is stuck there."""
+                 calling: Callable[[], Call | None] | None = None):
+        """calling(): the rank's env call under way (a Call, its VecEnv's CallSlot.current: env index, kind, its
+        start on `clock`), or None; the line names it when the rank is stuck there."""
         self.timeout = timeout
         self.rank = rank
         self.host = socket.gethostname()
@@ -105,11 +108,11 @@ class Watchdog(Ticker):
 
     def fire(self, idle: float, limit: float) -> None:
         """Print the one line, then end the process: abort, and a hard exit after the grace period."""
-        slot = self._calling()
-        if slot is not None:  # an env's call that has not returned, not a lost rank
-            self.fired = (f"ppo1: watchdog: rank {self.rank} on host {self.host}: stuck in env {slot[0]}'s {slot[1]} "
-                          f"for {self._clock() - slot[2]:.0f} s (no iteration finished for {idle:.0f} s, limit "
-                          f"{limit:.0f} s); ending this process (exit status {EXIT_CODE})\n")
+        call = self._calling()
+        if call is not None:  # an env's call that has not returned, not a lost rank
+            self.fired = (f"ppo1: watchdog: rank {self.rank} on host {self.host}: stuck in env {call.index}'s "
+                          f"{call.kind} for {self._clock() - call.start:.0f} s (no iteration finished for {idle:.0f} "
+                          f"s, limit {limit:.0f} s); ending this process (exit status {EXIT_CODE})\n")
         else:
             self.fired = (f"ppo1: watchdog: rank {self.rank} on host {self.host}: no iteration finished for "
                           f"{idle:.0f} s (limit {limit:.0f} s) while waiting in {self.phase}; a rank or host "

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from conftest import SHORT, one_line_error, rows, run_cli
-from ppo1 import PPO1Error, checkpoint
+from ppo1 import PPO1Error, runfiles
 
 @pytest.fixture(scope="module")
 def trained(pong_run):
@@ -41,7 +41,7 @@ def test_training_writes_a_loadable_checkpoint_with_its_config(trained):
     assert state["config"]["env_name"] == "PongNoFrameskip-v4"
     assert len(state["ranks"]) == 2
     assert sorted(os.listdir(ck / "pong")).count("config.json") == 1
-    assert checkpoint.load_config(str(ck / "pong")).envs_per_rank == 2
+    assert runfiles.load_config(str(ck / "pong")).envs_per_rank == 2
 
 
 def test_single_process_training_without_mpirun(tmp_path):
@@ -122,7 +122,7 @@ def test_impala_cnn_trains_resumes_plays_and_records_like_every_network(tmp_path
                  "--optim_batchsize", "32", "--num_threads", "1", *flags, "--model_type", "impala", "--init",
                  "orthogonal", "--frame_norm", "center"])
     assert r.returncode == 0, r.stderr
-    saved = checkpoint.load_config(str(tmp_path / "imp"))
+    saved = runfiles.load_config(str(tmp_path / "imp"))
     assert (saved.model_type, saved.init, saved.frame_norm) == ("impala", "orthogonal", "center")
     state = torch.load(tmp_path / "imp" / "latest.pt", weights_only=True)
     assert state["model"]["torso.0.2.conv1.weight"].shape == (16, 16, 3, 3)  # stage 1, 2nd residual block
@@ -149,7 +149,7 @@ def test_a_run_with_target_kl_logs_the_epochs_it_ran_and_saves_both_settings(tra
     # 2 envs x 128 steps = 256 samples in minibatches of 2 x 32 = 4 per epoch: 1 step = 0.25 epochs
     epochs = [float(p["epochs"]) for p in progress]
     assert len(epochs) == 2 and all(0.25 <= e < 3 and (4 * e).is_integer() for e in epochs), epochs
-    saved = checkpoint.load_config(str(tmp_path / "kl"))
+    saved = runfiles.load_config(str(tmp_path / "kl"))
     assert (saved.target_kl, saved.clip_vloss) == (1e-4, True)
     assert any(line.split()[:1] == ["iter"] and "epochs" in line.split() for line in r.stdout.splitlines())
     ck, _ = trained  # without a target: every epoch

@@ -21,7 +21,7 @@ def test_json_round_trip_keeps_every_field():
 
 
 def test_config_json_of_older_versions_with_extra_still_loads(tmp_path):
-    from ppo1.checkpoint import load_config
+    from ppo1.runfiles import load_config
     old = dict(Config(gamma=0.9).to_dict(), extra={})          # every config.json before the key went
     assert Config.from_dict(old) == Config(gamma=0.9)
     (tmp_path / "config.json").write_text(json.dumps(old))
@@ -29,7 +29,8 @@ def test_config_json_of_older_versions_with_extra_still_loads(tmp_path):
 
 
 def test_config_json_groups_each_familys_settings_in_its_section_and_flat_files_still_load(tmp_path):
-    from ppo1.checkpoint import config_from_data, load_config
+    from ppo1.checkpoint import config_from_data
+    from ppo1.runfiles import load_config
     from ppo1.config import SECTIONS
     c = Config(env_name="procgen:coinrun", num_levels=200, frame_size=64, episode_life=False, max_episode_steps=9)
     saved = json.loads(c.to_json())
@@ -47,10 +48,11 @@ def test_config_json_groups_each_familys_settings_in_its_section_and_flat_files_
 
 
 def test_runs_saved_before_lr_warmup_and_frame_norm_resume_without_them_and_new_ones_have_the_presets(tmp_path):
-    from ppo1.cli import build_config, build_parser, preset_values
+    from ppo1.cli import build_config, build_parser
+    from ppo1.resolve import preset_values
     run = tmp_path / "old-fast"
     run.mkdir()
-    saved = dataclasses.replace(Config(), **preset_values({"preset": "fast"})).to_dict()
+    saved = dataclasses.replace(Config(), **preset_values({"preset": "fast"}, defaults=Config)).to_dict()
     del saved["lr_warmup"], saved["frame_norm"]                 # config.json of a run before the fields
     (run / "config.json").write_text(json.dumps(saved))
     flags = ["--checkpoint_dir", str(tmp_path), "--preset", "fast", "--model_name"]
@@ -58,7 +60,7 @@ def test_runs_saved_before_lr_warmup_and_frame_norm_resume_without_them_and_new_
     new = build_config(build_parser().parse_args(flags + ["new-fast"]))
     assert (old.lr_warmup, old.frame_norm) == (0, "scale")     # its checkpoint has no frame mean to load
     assert (new.lr_warmup, new.frame_norm) == (100_000, "center")
-    saved = dataclasses.replace(Config(), **preset_values({"preset": "paper"})).to_dict()
+    saved = dataclasses.replace(Config(), **preset_values({"preset": "paper"}, defaults=Config)).to_dict()
     del saved["lr_warmup"], saved["frame_norm"]                 # a paper run (the default) of before
     (tmp_path / "old-paper").mkdir()
     (tmp_path / "old-paper" / "config.json").write_text(json.dumps(saved))
@@ -101,15 +103,15 @@ def test_iterations_are_whole_and_never_overrun_env_steps():
 
 
 def test_presets_set_their_family_and_leave_the_rest_at_the_papers_values():
-    from ppo1.config import preset_values
-    paper = dataclasses.replace(Config(), **preset_values({"preset": "paper"}))
+    from ppo1.resolve import preset_values
+    paper = dataclasses.replace(Config(), **preset_values({"preset": "paper"}, defaults=Config))
     assert paper == dataclasses.replace(Config(), preset="paper", frame_norm="center")  # Table 5, centred frames
-    base = dataclasses.replace(Config(), **preset_values({"preset": "baselines"}))
+    base = dataclasses.replace(Config(), **preset_values({"preset": "baselines"}, defaults=Config))
     assert (base.model_type, base.timesteps_per_actorbatch, base.optim_epochs, base.optim_stepsize,
             base.epsilon, base.optim_batchsize) == ("large", 256, 4, 1e-3, 0.2, 64)
     assert base.gamma == 0.99 and base.vf_coef == 1.0
-    fast = dataclasses.replace(Config(), **preset_values({"preset": "fast"}))
-    clean = dataclasses.replace(Config(), **preset_values({"preset": "cleanrl"}))
+    fast = dataclasses.replace(Config(), **preset_values({"preset": "fast"}, defaults=Config))
+    clean = dataclasses.replace(Config(), **preset_values({"preset": "cleanrl"}, defaults=Config))
     assert (fast.model_type, fast.optim_stepsize, fast.env_steps, fast.lr_warmup, fast.frame_norm,
             fast.envs_per_rank, fast.optim_batchsize, fast.precision, fast.bptt_len) == (
         "small", 1.25e-3, 1_100_000, 100_000, "center", 8, 32, "auto", 32)
@@ -239,7 +241,7 @@ def test_every_field_has_a_row_in_a_flag_table_of_the_docs():
 
 
 def test_runs_saved_before_target_kl_and_clip_vloss_load_and_resume_with_both_off(tmp_path):
-    from ppo1 import checkpoint
+    from ppo1 import checkpoint, runfiles
     from ppo1.cli import build_config, build_parser
     saved = Config(gamma=0.9).to_dict()
     for key in ("target_kl", "clip_vloss", "anneal_lr", "norm_reward", "num_levels", "start_level",
@@ -248,7 +250,7 @@ def test_runs_saved_before_target_kl_and_clip_vloss_load_and_resume_with_both_of
     run = tmp_path / "old"
     run.mkdir()
     (run / "config.json").write_text(json.dumps(saved))
-    old = checkpoint.load_config(str(run))
+    old = runfiles.load_config(str(run))
     assert (old.target_kl, old.clip_vloss, old.gamma) == (0.0, False, 0.9)
     assert (old.anneal_lr, old.norm_reward, old.num_levels) == (True, False, 0)  # as those runs trained
     resumed = build_config(build_parser().parse_args(["--checkpoint_dir", str(tmp_path), "--model_name", "old"]))

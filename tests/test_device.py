@@ -14,11 +14,12 @@ import torch
 from conftest import TINY, copy_run, run_cli, run_script
 from ppo1 import PPO1Error, checkpoint
 from ppo1.config import Config
-from ppo1.device import (batched_act, bf16_capable, cuda_count, device_for_rank, devices_line,
+from ppo1.device import (bf16_capable, cuda_count, device_for_rank, devices_line,
                          parse_device, resolve_precision, to_cpu)
 from ppo1.distributed import Comm
 from ppo1.observations import Obs
 from ppo1.policies import build
+from ppo1.rollout import batched_act
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 cuda = pytest.mark.skipif(cuda_count() == 0, reason="needs a CUDA GPU")
@@ -32,7 +33,7 @@ def test_threads_and_determinism_are_set_for_each_run_without_importing_inductor
     """torch.use_deterministic_algorithms imports Inductor (about a second of CPU per process); a run that
     is not --deterministic skips it, and one after a --deterministic run in the same process turns it off."""
     code = ("import sys, torch; from ppo1.config import Config; from ppo1.distributed import Comm; "
-            "from ppo1.trainer import configure_threads; "
+            "from ppo1.device import configure_threads; "
             "configure_threads(Config(), Comm()); print('torch._inductor' in sys.modules); "
             "configure_threads(Config(deterministic=True), Comm()); print(torch.are_deterministic_algorithms_enabled()); "
             "configure_threads(Config(), Comm()); print(torch.are_deterministic_algorithms_enabled())")
@@ -48,7 +49,7 @@ def test_threads_and_determinism_are_set_for_each_run_without_importing_inductor
     ({"model_type": "mlp", "num_threads": 3}, 16, 1, 3),    # what the user gives stands
     ({"model_type": "small", "deterministic": True}, 16, 1, 1)])
 def test_torch_threads_per_rank_by_default_and_as_given(fields, cores, ranks, threads):
-    from ppo1.trainer import default_threads
+    from ppo1.device import default_threads
     assert default_threads(Config(**fields), cores, ranks) == threads
 
 

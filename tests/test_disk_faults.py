@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from conftest import FAST, copy_run, digest, one_line_error, run_cli
-from ppo1 import checkpoint
+from ppo1 import runfiles
 
 
 def _mount(*args):
@@ -83,7 +83,7 @@ def test_full_disk_warns_training_continues_and_the_final_checkpoint_fails_in_on
         assert "inline_container" not in r.stdout + r.stderr
         assert digest(latest) == before
         assert not [n for n in os.listdir(os.path.join(disk, "d")) if ".tmp" in n]
-        state, path, problems = checkpoint.load_newest(os.path.join(disk, "d"), resume=True)  # it resumes
+        state, path, problems = runfiles.load_newest(os.path.join(disk, "d"), resume=True)  # it resumes
         assert (state.iteration, os.path.realpath(path), problems) == (4, os.path.realpath(latest), [])
 
 

@@ -32,11 +32,11 @@ def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended(tmp_pa
     try:
         restarts = EnvRestarts(1, 0, 0, str(tmp_path))
         restarts.begin(1)
-        venv.mend_with(restarts)
+        venv.maker.mend_with(restarts)
         venv.reset()
         for _ in range(2):
             venv.step(np.array([1, 1]))
-        dead = venv.envs[0].gym_env.unwrapped.engine
+        dead = venv.maker.envs[0].gym_env.unwrapped.engine
         done = venv.step(np.array([1, 1]))  # env 0's engine dies in this step
         assert done.dones.tolist() == [True, False] and done.rewards[0] == 0.0
         # the crashed game as far as it went (two steps of action 1, reward 1 each), counted as cut
@@ -45,11 +45,12 @@ def test_an_env_that_raises_is_made_anew_and_its_episode_is_cut_not_ended(tmp_pa
         assert done.obs["vector"][0].tolist() == [0.0, 0.0, 1.0]  # the new env's first observation
         assert "env 0 raised RuntimeError: the engine exited unexpectedly; made it anew" in capfd.readouterr().err
         # the seed of the second env made in place 0, a function of (seed, rank, env, envs made there before)
-        assert venv.made == [1, 0] and restarts.iterations == [1] and not restarts.take(restarts)
-        assert venv.envs[0].seeds.first == int(env_seed(0, 0, 0, 1).generate_state(1)[0] % (2**31 - 1)) != \
-            venv.envs[1].seeds.first
+        assert venv.maker.made == [1, 0] and restarts.iterations == [1] and not restarts.take(restarts)
+        assert venv.maker.envs[0].seeds.first == int(env_seed(0, 0, 0, 1).generate_state(1)[0] % (2**31 - 1)) != \
+            venv.maker.envs[1].seeds.first
         assert "Traceback" in open(restarts.trace_path).read()
-        assert dead.poll() is not None and venv.envs[0].gym_env.unwrapped.engine is not dead and venv.envs[0].gym_env.unwrapped.engine.poll() is None
+        engine = venv.maker.envs[0].gym_env.unwrapped.engine
+        assert dead.poll() is not None and engine is not dead and engine.poll() is None
         venv.step(np.array([1, 1]))
         assert len(engines("unit-restart")) == 2
     finally:
@@ -79,13 +80,13 @@ def test_a_new_env_whose_reset_raises_again_is_one_more_restart_and_the_stop_nam
     try:
         restarts = EnvRestarts(limit, 0, 0, str(tmp_path))
         restarts.begin(1)
-        venv.mend_with(restarts)
+        venv.maker.mend_with(restarts)
         venv.reset()
         venv.step(np.array([0]))
         venv.step(np.array([0]))
         if limit == 4:  # 3 restarts, the third env starts: the step ends its game as a crash, the run goes on
             done = venv.step(np.array([0]))
-            assert done.crashed == {0} and venv.made == [3] and restarts.iterations == [1, 1, 1]
+            assert done.crashed == {0} and venv.maker.made == [3] and restarts.iterations == [1, 1, 1]
             warnings = capfd.readouterr().err.strip().splitlines()
             assert [w.split("; made it anew")[0] for w in warnings] == [
                 "ppo1: warning: rank 0, iteration 1: env 0 raised RuntimeError: the emulator lost its state"] + [
@@ -110,16 +111,16 @@ def test_what_the_env_raises_is_mended_and_what_ppo1s_own_code_raises_is_not(rai
     try:
         venv.reset()
         restarts = EnvRestarts(5, 0, 0, str(tmp_path))
-        venv.mend_with(restarts)
-        inner = venv.envs[1].gym_env  # the user's env raises in its step (an emulator's sys.exit: SystemExit)
+        venv.maker.mend_with(restarts)
+        inner = venv.maker.envs[1].gym_env  # the user's env raises in its step (an emulator's sys.exit: SystemExit)
         inner.step = lambda action: (_ for _ in ()).throw(raised)
         done = venv.step(np.array([0, 0]))
-        assert done.dones.tolist() == [False, True] and done.crashed == {1} and venv.made == [0, 1]
-        venv.envs[0]._checked = lambda obs: obs.undefined  # ppo1's own code around the env raises: a bug
+        assert done.dones.tolist() == [False, True] and done.crashed == {1} and venv.maker.made == [0, 1]
+        venv.maker.envs[0]._checked = lambda obs: obs.undefined  # ppo1's own code around the env raises: a bug
         with pytest.raises(EnvCrash, match=r"^ppo1's own code raised AttributeError: .* in env 0's step \(a bug in "
                                            r"ppo1, not in the env\)$") as e:
             venv.step(np.array([0, 0]))
-        assert e.value.ours and venv.made == [0, 1] and restarts.iterations == [0]
+        assert e.value.ours and venv.maker.made == [0, 1] and restarts.iterations == [0]
     finally:
         venv.close()
 
@@ -174,7 +175,7 @@ def test_a_recurrent_rollout_values_a_crashed_steps_observation_with_the_state_i
     torch.manual_seed(0)
     venv = make_vec_env("tests.childenv:make", 2, seed=0, rank=0, options=EnvOptions(env_kwargs='{"die_at": 6}'))
     try:
-        venv.mend_with(EnvRestarts(1, 0, 0, str(tmp_path)))
+        venv.maker.mend_with(EnvRestarts(1, 0, 0, str(tmp_path)))
         policy = build("mlp", venv.action_space, venv.obs_spec, rnn="lstm", rnn_size=8)
         seg = RecurrentCollector(venv, policy, 8, venv.reset(), seq_len=8).collect()
         assert seg.dones[:, 0].tolist() == [False] * 5 + [True, False, False] and seg.rewards[5, 0] == 0.0
@@ -208,18 +209,18 @@ def test_an_engine_that_hangs_is_killed_after_env_step_timeout_and_the_run_goes_
 
 
 def test_a_hung_call_of_an_env_that_started_no_process_is_said_once_and_left_to_the_watchdog():
-    from ppo1.envs.calls import CallTimer
+    from ppo1.envs.calls import Call, CallSlot, CallTimer
 
-    class Envs:  # a VecEnv in env 1's reset for 10 s, which started nothing
-        calling, started = (1, "reset", 100.0), {}
+    calls = CallSlot()  # a VecEnv's, in env 1's reset for 10 s, which started nothing
+    calls.current = Call(1, "reset", 100.0)
     said, looked = [], []
     timer = CallTimer(5, rank=3, say=said.append, find=lambda pids: looked.append(pids) or [], clock=lambda: 110.0)
-    timer.watch(Envs)
+    timer.watch(calls)
     assert timer.check() and not timer.check()  # once per call
     assert looked == [[]] and said == [
         "ppo1: warning: rank 3: env 1's reset ran past --env_step_timeout 5 s and started no process to end: the rank "
         "waits on it (a second Ctrl-C exits at once; --watchdog_timeout ends the run)"]
-    Envs.calling = (1, "make", 90.0)  # making an env is not timed
+    calls.current = Call(1, "make", 90.0)  # making an env is not timed
     assert not timer.check()
 
 
@@ -267,19 +268,19 @@ def test_a_real_vizdoom_engine_that_hangs_is_killed_after_env_step_timeout_and_m
         hung = [engine]
         os.kill(engine, signal.SIGSTOP)  # an engine that hangs: alive, answering nothing
         said = []
-        venv.mend_with(EnvRestarts(1, 0, 0, str(tmp_path)))
+        venv.maker.mend_with(EnvRestarts(1, 0, 0, str(tmp_path)))
         guard.start()
         # the hung step alone is timed: the new engine's start in the restart may take longer than 1 s on a
         # loaded machine, which is no hang
         timer = CallTimer(1.0, say=lambda line: (said.append(line), setattr(timer, "timeout", 0)))
-        timer.watch(venv)
+        timer.watch(venv.calls)
         with timer:
             done = venv.step(np.zeros((1,), np.int64))
         assert guard.is_alive(), "the engine was not ended by --env_step_timeout"
-        assert done.crashed == {0} and venv.made == [1] and len(said) == 1, said
+        assert done.crashed == {0} and venv.maker.made == [1] and len(said) == 1, said
         assert said[0].startswith("ppo1: warning: rank 0: env 0's step ran past --env_step_timeout 1 s: ending the "
                                   f"1 process(es) it started (pid {engine})"), said
-        [new] = venv.started[0]
+        [new] = venv.calls.started[0]
         assert new != engine and new in descendants() and engine not in descendants()
         venv.step(np.zeros((1,), np.int64))  # the new engine plays
     finally:

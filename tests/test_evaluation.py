@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import copy_run, rows, run_cli
-from ppo1 import PPO1Error, checkpoint
+from ppo1 import PPO1Error, checkpoint, runfiles
 from ppo1.config import Config
 from ppo1.distributed import Comm
 from ppo1.plot import read_eval
@@ -32,8 +32,8 @@ def test_a_two_rank_run_evaluates_each_iteration_keeps_the_best_as_best_pt_and_p
     best = checkpoint.load(str(run_dir / "best.pt"))
     assert best.best["score"] == pytest.approx(max(scores)) and best.iteration == scores.index(max(scores)) + 1
     assert best.best["iteration"] == best.iteration and best.optimizer is None
-    assert sorted(os.listdir(run_dir)).count("best.pt") == 1 and checkpoint.list_checkpoints(str(run_dir)) == [
-        checkpoint.checkpoint_path(str(run_dir), 8)]
+    assert sorted(os.listdir(run_dir)).count("best.pt") == 1 and runfiles.list_checkpoints(str(run_dir)) == [
+        runfiles.checkpoint_path(str(run_dir), 8)]
     # play takes it, a .pt file's path, or the newest
     r = run_cli(["--mode", "play", "--checkpoint", "best", "--checkpoint_dir", str(tmp_path), "--model_name", "cp",
                  "--episodes", "1"])
@@ -44,8 +44,8 @@ def test_a_two_rank_run_evaluates_each_iteration_keeps_the_best_as_best_pt_and_p
     assert what == "evaluation" and rets == pytest.approx(scores) and steps == [1024.0 * i for i in range(1, 9)]
     # a resumed run knows the best so far: a better best.pt is never replaced by a worse one
     better = dataclasses.replace(best, best={**best.best, "score": 1e9})
-    checkpoint.save_best(str(run_dir), better)
-    config = dataclasses.replace(checkpoint.load_config(str(run_dir)), checkpoint_dir=str(tmp_path))  # the copy's
+    runfiles.save_best(str(run_dir), better)
+    config = dataclasses.replace(runfiles.load_config(str(run_dir)), checkpoint_dir=str(tmp_path))  # the copy's
     said = []
     train(dataclasses.replace(config, env_steps=9216, envs_per_rank=2), Comm(None), log=said.append)  # same actors
     assert checkpoint.load(str(run_dir / "best.pt")).best["score"] == 1e9
@@ -90,9 +90,9 @@ def test_bad_evaluation_settings_are_refused_in_one_line(change, message):
 
 def test_checkpoint_best_without_best_pt_or_a_missing_path_is_refused_in_one_line(tmp_path):
     with pytest.raises(PPO1Error, match=r"--checkpoint best: no best.pt in .*--eval_interval N"):
-        checkpoint.resolve(str(tmp_path), "best")
+        runfiles.resolve(str(tmp_path), "best")
     with pytest.raises(PPO1Error, match=r"--checkpoint='nope.pt': no such file; give latest .*, best, or the path"):
-        checkpoint.resolve(str(tmp_path), "nope.pt")
+        runfiles.resolve(str(tmp_path), "nope.pt")
     r = run_cli(["--mode", "play", "--checkpoint", "best", "--checkpoint_dir", str(tmp_path), "--model_name", "x"])
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no best.pt" in r.stderr
 

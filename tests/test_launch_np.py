@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import REPO, TINY, mpirun_command, run_cli
-from ppo1 import checkpoint
+from ppo1 import runfiles
 from ppo1.launch import without_np
 
 
@@ -32,7 +32,7 @@ def test_np_2_trains_on_two_ranks_like_mpirun_leaves_the_callers_stdin_and_no_ra
     assert not [m for m in imported if m.startswith("torch._dynamo")]
     assert "2 ranks x 2 envs = 4 actors" in r.stdout
     assert r.stdout.count("ppo1: done") == 1, "rank 0 alone reports, as under mpirun"
-    state, _path, _problems = checkpoint.load_newest(str(tmp_path / "np2"), resume=True)
+    state, _path, _problems = runfiles.load_newest(str(tmp_path / "np2"), resume=True)
     assert state.n_ranks == 2 and state.timesteps == 512
     with open(tmp_path / "np2" / "progress.csv", newline="") as f:
         assert [int(row["timesteps"]) for row in csv.DictReader(f)] == [512]

@@ -52,10 +52,10 @@ def test_a_failure_making_the_jth_atari_game_closes_the_games_made_before_it():
 def test_vec_atari_makes_its_games_through_seeded_envs_with_the_seeds_of_their_places():
     venv = VecAtari("PongNoFrameskip-v4", 2, seed=5, rank=1)
     try:
-        assert venv.started == {0: [], 1: []}, "seeded_envs records what each env started (ALE: nothing)"
-        renewed = venv.renew([3, 0])  # env 0 made anew with the seed of the 4th env of its place
+        assert venv.calls.started == {0: [], 1: []}, "seeded_envs records what each env started (ALE: nothing)"
+        renewed = venv.maker.renew([3, 0], venv.obs)  # env 0 made anew with the seed of the 4th env of its place
         again = AtariEnv("PongNoFrameskip-v4", env_seed(5, 1, 0, 4))
         np.testing.assert_array_equal(renewed["image"][0], again.reset()["image"])
-        assert venv.made == [4, 1] and venv.started == {0: [], 1: []}
+        assert venv.maker.made == [4, 1] and venv.calls.started == {0: [], 1: []}
     finally:
         venv.close()

@@ -15,7 +15,7 @@ from ppo1 import PPO1Error
 from ppo1.actions import choose, distribution, most_probable
 from ppo1.envs import EnvDataError, EnvOptions, GymEnv, env_seed, make_vec_env
 from ppo1.envs.pixels import Frames
-from ppo1.envref import resolve
+from ppo1.envs.ref import resolve
 from ppo1.observations import Obs
 from ppo1.policies import build
 from ppo1.rollout import make_collector
@@ -95,7 +95,7 @@ def test_a_dict_of_images_and_discrete_binary_and_box_entries_gives_an_entry_per
     batch = Obs.stack([obs, env.step(int(np.flatnonzero(obs["action_mask"])[0]))[0]]).map(torch.from_numpy)
     dist, value, _ = policy.step(batch, None)
     assert value.shape == (2,) and (dist.probs[~batch["action_mask"]] == 0).all()
-    centred = build("small", env.action_space, env.obs_spec, frame_norm="center")  # a running mean per image
+    centred = build("small", env.action_space, env.obs_spec, frame_norm="center", stacked=env.stacked)  # a mean per image
     assert centred.observe(batch.map(lambda x: x.numpy()))
     assert centred.frame_rms.mean().shape == (12, 24, 24) and centred.more_frame_rms[0].mean().shape == (4, 30, 30)
     assert centred.more_frame_rms[0].count.item() > 2  # the right image's two frames counted (and the prior's 0.01)

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from multihost.hosts import Hosts, mpiexec, unavailable
-from ppo1 import checkpoint
+from ppo1 import checkpoint, runfiles
 from ppo1.device import cpu_count
 from ppo1.watchdog import EXIT_CODE
 
@@ -114,6 +114,6 @@ def test_resume_then_a_cut_link_ends_every_process_on_every_host_by_the_watchdog
     # the checkpoint of iteration 3 is on disk: rank 1 wrote iteration 4's digest, so rank 0 had joined
     # iteration 4's gradient allreduce, which it reaches only after saving iteration 3. Iteration 4's own
     # checkpoint may be lost: the cut can fall between that digest and the gather before its save.
-    state, path, problems = checkpoint.load_newest(f"{hosts.disk}.host1/mh")
+    state, path, problems = runfiles.load_newest(f"{hosts.disk}.host1/mh")
     assert state is not None and not problems and state.iteration >= 3, problems
-    checkpoint.load(os.path.join(f"{hosts.disk}.host1/mh", checkpoint.LATEST))
+    checkpoint.load(os.path.join(f"{hosts.disk}.host1/mh", runfiles.LATEST))

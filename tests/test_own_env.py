@@ -62,7 +62,7 @@ def test_frame_skip_repeats_the_action_summing_rewards_and_stops_where_the_episo
 
 
 def test_a_time_limit_truncation_is_done_with_its_last_observation_kept_for_the_bootstrap():
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
     env = PixelEnv(resolve("tests.pixelenv:make_env", '{"size": 16, "max_steps": 3}'), env_seed(0, 0, 0),
                    Frames(size=16, stack=2))
     first = env.reset()["image"].copy()
@@ -74,7 +74,7 @@ def test_a_time_limit_truncation_is_done_with_its_last_observation_kept_for_the_
 
 
 def test_videos_show_the_envs_render_else_its_own_images():
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
     ref = resolve("tests.pixelenv:make_env", '{"size": 16}')
     rendered, plain = (PixelEnv(ref, env_seed(0, 0, 0), Frames(), render_mode=mode) for mode in ("rgb_array", None))
     for env in (rendered, plain):
@@ -270,7 +270,7 @@ def test_a_dict_observation_trains_on_its_image_entries_unless_obs_key_names_one
 
 
 def test_a_dicts_vector_entries_reach_the_policy_beside_the_image_and_change_what_it_outputs():
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
     from ppo1.envs.pixels import Frames, PixelEnv
     from ppo1.observations import Obs
     ref = resolve("tests.pixelenv:make_dict_env", '{"size": 24}')
@@ -294,7 +294,7 @@ def test_a_dicts_vector_entries_reach_the_policy_beside_the_image_and_change_wha
 
 
 def test_a_missing_package_of_a_known_id_names_the_extra_to_install():
-    from ppo1.envref import Package, import_package
+    from ppo1.envs.ref import Package, import_package
     missing = Package("Nosuch", "no_such_package.gymnasium_wrapper", "nosuch", {})
     with pytest.raises(PPO1Error, match=r"--env_name='NosuchGame-v0' needs the 'nosuch' package, which cannot "
                                         r"be imported .*: pip install 'ppo1\[nosuch\]'"):
@@ -302,7 +302,7 @@ def test_a_missing_package_of_a_known_id_names_the_extra_to_install():
 
 
 def test_a_factory_module_that_needs_a_missing_extra_names_it_in_one_line(tmp_path, monkeypatch):
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
     (tmp_path / "retrogame.py").write_text("import stable_retro\nmake = stable_retro.make\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(sys.modules, "stable_retro", None)  # as where stable-retro is not installed
@@ -368,7 +368,7 @@ def test_a_family_is_refused_at_registration_when_its_table_could_not_use_it():
 
 
 def test_an_image_smaller_than_frame_size_keeps_its_size_and_channels_and_a_torso_that_keeps_its_layout():
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
     env = PixelEnv(resolve("tests.pixelenv:make_env", '{"size": 8}'), env_seed(0, 0, 0), Frames())
     # an 8x8 RGB view (one pixel per cell, as a symbolic grid): four frames of its three channels, not 84x84 gray
     assert env.obs_spec.describe() == "image (12, 8, 8)"
@@ -435,7 +435,7 @@ def test_an_env_refused_at_its_first_reset_leaves_no_run_directory_and_an_existi
 
 
 def test_an_image_of_codes_is_read_as_the_numbers_it_holds_where_its_space_says_so_and_the_flag_overrides():
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
     ref = resolve("bench.cue:grid", '{"delay": 3}')  # a 7x7x1 grid whose space's high bound is 2: codes
     env = PixelEnv(ref, env_seed(0, 0, 0), Frames(stack=1, codes="auto"))
     assert env.obs_spec.describe() == "image (1, 7, 7) codes" and env.obs_spec.images[0].kind == "codes"

@@ -43,7 +43,7 @@ def test_a_multidiscrete_env_trains_and_records_a_movie(tmp_path):
 # ------------------------------------------------------------------------------ ViZDoom
 def test_vizdoom_ends_an_episode_at_its_timeout_as_terminal_its_last_screen_being_blank():
     pytest.importorskip("vizdoom", reason="vizdoom is not installed: pip install 'ppo1[vizdoom]'")
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
     env = PixelEnv(resolve("VizdoomBasic-v1"), np.random.SeedSequence(0), Frames(skip=4))
     try:
         assert env.key == "screen" and env.obs_spec.to_list() == [["image", "image", [4, 84, 84]]]

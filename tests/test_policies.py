@@ -137,7 +137,8 @@ def test_the_procgen_presets_impala_cnn_starts_with_features_and_values_near_uni
     # residual blocks to features ~20x larger and a first value of ~3.7, and coinrun then learned nothing
     # in 2.5M steps; the preset's normc (Glorot-uniform convolutions, as the Procgen paper's TF network)
     # starts near unit scale and follows the paper's curve (docs/procgen.md).
-    from ppo1.config import preset_values
+    from ppo1.config import Config
+    from ppo1.resolve import preset_values
     frames = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (64, 3, 64, 64), dtype=np.uint8))
 
     def scale(init: str) -> tuple[float, float]:
@@ -148,7 +149,7 @@ def test_the_procgen_presets_impala_cnn_starts_with_features_and_values_near_uni
             features = policy.torso(policy.torso_input(frames))
             return features.std().item(), policy.vf(features).abs().mean().item()
 
-    features_std, value = scale(preset_values({"env_name": "procgen:coinrun"})["init"])
+    features_std, value = scale(preset_values({"env_name": "procgen:coinrun"}, defaults=Config)["init"])
     assert features_std < 1.0 and value < 1.0, (features_std, value)
     assert scale("orthogonal")[0] > 10 * features_std
 
@@ -165,7 +166,7 @@ def test_centred_frames_enter_the_torso_as_frame_minus_mean_over_255_channels_la
 
 
 def test_impala_centres_an_rgb_frame_per_pixel_and_channel_and_atari_stacks_on_the_newest_frame():
-    rgb = build("impala", 4, (3, 64, 64), frame_norm="center")
+    rgb = build("impala", 4, (3, 64, 64), frame_norm="center", stacked=False)  # one RGB frame, as its env says
     assert rgb.frame_rms.sum.shape == (3, 64, 64)
     obs = np.zeros((2, 1, 3, 64, 64), np.uint8)  # (T, k, 3, 64, 64): one frame per observation
     obs[0, 0, 0], obs[1, 0, 0], obs[:, 0, 2] = 100, 200, 60

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 from conftest import run_cli
-from ppo1 import PPO1Error, checkpoint
+from ppo1 import PPO1Error, runfiles
 from ppo1.cli import build_config, build_parser
-from ppo1.config import preset_values
+from ppo1.config import Config
+from ppo1.resolve import preset_values
 
 HAVE_PROCGEN = importlib.util.find_spec("procgen_gym") is not None
 needs_procgen = pytest.mark.skipif(not HAVE_PROCGEN, reason="procgen-gym is not installed (it needs Python 3.13+: "
@@ -21,7 +22,7 @@ SHORT = ["--env_steps", "512", "--envs_per_rank", "2", "--timesteps_per_actorbat
 
 
 def test_procgen_envs_take_the_procgen_papers_easy_mode_preset_and_no_other():
-    values = preset_values({"env_name": "procgen:coinrun"})
+    values = preset_values({"env_name": "procgen:coinrun"}, defaults=Config)
     assert values["preset"] == "procgen" and values["model_type"] == "impala"
     assert (values["num_levels"], values["start_level"], values["distribution_mode"]) == (200, 0, "easy")
     assert (values["timesteps_per_actorbatch"], values["optim_epochs"], values["optim_batchsize"]) == (256, 3, 32)
@@ -30,9 +31,9 @@ def test_procgen_envs_take_the_procgen_papers_easy_mode_preset_and_no_other():
     assert 256 // values["optim_batchsize"] == 8  # 8 minibatches per epoch, whatever the number of actors
     with pytest.raises(PPO1Error, match=r"--preset=fast is for Atari games and image-observation envs, not for "
                                         r"Procgen games \(procgen:<game>\) like procgen:coinrun: use procgen"):
-        preset_values({"env_name": "procgen:coinrun", "preset": "fast"})
+        preset_values({"env_name": "procgen:coinrun", "preset": "fast"}, defaults=Config)
     with pytest.raises(PPO1Error, match=r"--preset=procgen is for Procgen games \(procgen:<game>\), not for Atari"):
-        preset_values({"preset": "procgen"})
+        preset_values({"preset": "procgen"}, defaults=Config)
 
 
 def test_unseen_levels_start_after_the_training_levels(tmp_path):
@@ -98,7 +99,7 @@ def test_procgen_env_gives_chw_rgb_frames_and_draws_its_levels():
     unseen.reset()
     assert unseen.level_seed >= 200
     venv = VecProcgen("procgen:coinrun", 3, 0, 1, ProcgenLevels(200, 0, "easy"))
-    assert venv.reset()["image"].shape == (3, 3, 64, 64) and venv.get_state() is None
+    assert venv.reset()["image"].shape == (3, 3, 64, 64) and venv.state_dict()["envs"] is None
 
 
 @needs_procgen
@@ -109,7 +110,7 @@ def test_two_rank_procgen_run_trains_resumes_plays_unseen_levels_and_records_a_v
                  "--video_max_frames", "50"], np_=2, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "procgen:coinrun, 2 ranks x 2 envs = 4 actors" in r.stdout
-    saved = checkpoint.load_config(str(tmp_path / "cr"))
+    saved = runfiles.load_config(str(tmp_path / "cr"))
     assert (saved.preset, saved.model_type, saved.num_levels, saved.norm_reward) == ("procgen", "impala", 200, True)
     state = torch.load(tmp_path / "cr" / "latest.pt", weights_only=True)
     assert state["model"]["torso.5.weight"].shape == (256, 32 * 8 * 8)  # the IMPALA CNN's fc on 64x64 frames

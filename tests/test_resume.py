@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from conftest import copy_run, killed_on_failure, rows, run_cli, run_script, signalled, start, wait_for_rows
-from ppo1 import checkpoint
+from ppo1 import runfiles
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # 2 ranks x 2 envs x T=64: 256 steps per iteration
@@ -97,14 +97,14 @@ def test_other_rank_count_with_the_same_actors_resumes_with_a_notice(pong_run, t
 
 def test_truncated_newest_checkpoint_is_reported_and_the_previous_used(small_run, tmp_path):
     run = copy_run(small_run, tmp_path)
-    newest, previous = checkpoint.list_checkpoints(str(run))[:2]   # iterations 2 and 1
-    os.unlink(run / checkpoint.LATEST)
-    os.link(newest, run / checkpoint.LATEST)  # as training leaves it: latest.pt is the newest's file
+    newest, previous = runfiles.list_checkpoints(str(run))[:2]   # iterations 2 and 1
+    os.unlink(run / runfiles.LATEST)
+    os.link(newest, run / runfiles.LATEST)  # as training leaves it: latest.pt is the newest's file
     with open(newest, "r+b") as f:
         f.truncate(os.path.getsize(newest) // 3)
     r = run_cli([*TINY, "--checkpoint_dir", str(tmp_path), "--model_name", "r", "--env_steps", "384"])
     assert r.returncode == 0, r.stderr
-    assert f"warning: checkpoint {run / checkpoint.LATEST} is truncated: its " in r.stdout
+    assert f"warning: checkpoint {run / runfiles.LATEST} is truncated: its " in r.stdout
     assert f"resuming from {previous} (iteration 1" in r.stdout
     assert latest(run)["iteration"] == 3
 
@@ -131,7 +131,7 @@ def test_kill_9_at_any_moment_leaves_a_loadable_checkpoint_and_no_stale_run_lock
             time.sleep(rnd.uniform(0.0, 0.5))
             os.killpg(proc.pid, signal.SIGKILL)
             assert proc.wait(timeout=60) == -signal.SIGKILL
-        state, path, problems = checkpoint.load_newest(str(tmp_path / "k"))
+        state, path, problems = runfiles.load_newest(str(tmp_path / "k"))
         assert state is not None and state.iteration >= 1, problems
 
 
@@ -169,8 +169,8 @@ def test_a_resume_without_its_games_starts_each_env_from_zeros_with_new_seeds(tm
     trainer.resume(*trainer.setup())
     try:
         assert not trainer.collector.memory.any() and not trainer.reward_norm.returns.g.any()
-        assert trainer.venv.made == [1, 1]  # the second env made in each place, with its own seed
-        assert [e.seeds.first for e in trainer.venv.envs] == [
+        assert trainer.venv.maker.made == [1, 1]  # the second env made in each place, with its own seed
+        assert [e.seeds.first for e in trainer.venv.maker.envs] == [
             int(env_seed(cfg.seed, 0, i, 1).generate_state(1)[0] % (2**31 - 1)) for i in range(2)]
     finally:
         trainer.finish()

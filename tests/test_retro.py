@@ -81,7 +81,7 @@ def test_a_second_emulator_in_one_process_is_one_line_and_exit_2(tmp_path):
 
 
 def test_a_factory_env_made_for_training_opens_no_window():  # RetroEnv's own default is "human", a window
-    from ppo1.envref import resolve
+    from ppo1.envs.ref import resolve
     env = resolve("stable_retro:make", json.dumps({"game": GAME})).make()
     try:
         assert env.render_mode is None

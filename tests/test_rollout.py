@@ -3,6 +3,7 @@ import torch
 
 from ppo1.advantages import standardize
 from ppo1.observations import Obs
+from ppo1.policies import CnnPolicy
 from ppo1.rollout import Segment
 
 
@@ -19,11 +20,13 @@ def _segment(T=4, k=2):
 
 def test_batch_flattens_time_and_envs_and_standardizes_advantages_over_the_batch():
     seg = _segment()
-    b = seg.batch(torch.device("cpu"), np.random.default_rng(1), standardize_adv=True)
+    cnn = CnnPolicy(6)  # the observations in the policy's own layout: frames channels-last on the CPU
+    b = seg.batch(torch.device("cpu"), np.random.default_rng(1), standardize_adv=True, lay_out=cnn.laid_out)
     frames = b.obs["image"]
     assert len(b) == 8 and frames.shape == (8, 4, 84, 84) and frames.dtype == torch.uint8
     assert torch.equal(frames[3], torch.from_numpy(seg.obs["image"][1, 1]))      # sample t * k + i
     assert frames.is_contiguous(memory_format=torch.channels_last)  # on the CPU laid out once for the convolutions
+    assert seg.batch(torch.device("cpu"), np.random.default_rng(1), standardize_adv=True).obs["image"].is_contiguous()
     assert torch.equal(b.adv, torch.from_numpy(standardize(seg.advantages.reshape(8))))
     raw = seg.batch(torch.device("cpu"), np.random.default_rng(1), standardize_adv=False)
     assert torch.equal(raw.adv, torch.from_numpy(seg.advantages.reshape(8)))
@@ -32,7 +35,7 @@ def test_batch_flattens_time_and_envs_and_standardizes_advantages_over_the_batch
 def test_minibatches_draw_one_permutation_per_epoch_in_equal_minibatches():
     seg = _segment()
     rng, twin = np.random.default_rng(5), np.random.default_rng(5)
-    b = seg.batch(torch.device("cpu"), rng, standardize_adv=False)
+    b = seg.batch(torch.device("cpu"), rng, standardize_adv=False, lay_out=CnnPolicy(6).laid_out)
     for _ in range(2):  # epochs
         perm = twin.permutation(8)
         mbs = list(b.minibatches(3))
@@ -79,7 +82,8 @@ def test_the_collector_records_the_value_of_each_time_limit_cut_episodes_last_ob
     collector = Collector(venv, policy, 200, venv.reset())
     seg = collector.collect()
     assert np.flatnonzero(seg.cut_values.any(axis=1)).tolist() == [199] and seg.dones[199].all()
-    cut = [env.cut_obs for env in venv.envs]  # the step that cut them was the segment's last: each env keeps its last
+    # the step that cut them was the segment's last: each env keeps its last
+    cut = [env.cut_obs for env in venv.maker.envs]
     with torch.no_grad():
         _, expected, _ = policy.step(Obs.stack(cut).map(torch.from_numpy), None)
     np.testing.assert_allclose(seg.cut_values[199], expected.numpy(), rtol=1e-6)
@@ -156,7 +160,7 @@ def test_a_step_whose_env_crashed_has_weight_0_its_game_is_logged_cut_and_its_ba
     try:
         restarts = EnvRestarts(1, 0, 0, str(tmp_path))
         restarts.begin(1)
-        venv.mend_with(restarts)
+        venv.maker.mend_with(restarts)
         seg = Collector(venv, build("mlp", venv.action_space, venv.obs_spec), 4, venv.reset()).collect()
     finally:
         venv.close()

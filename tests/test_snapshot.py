@@ -1,5 +1,4 @@
 """`--snapshot_interval`: a grid of rank 0's envs' current screens in run_dir/snapshot.png and TensorBoard."""
-import glob
 import os
 
 import cv2

@@ -14,6 +14,7 @@ import torch
 
 from childenv import engines
 from conftest import REPO, mpirun_command, rows, wait_for_rows
+from ppo1.envs.calls import Call
 from ppo1.launch import descendants
 from ppo1.stops import StopRequest
 
@@ -144,7 +145,7 @@ def test_the_first_ctrl_c_says_at_once_which_env_call_holds_the_rank_up_and_what
         assert stop.signum == signal.SIGINT
     assert capfd.readouterr().err.splitlines() == [  # rank 0 alone speaks for a run that is not held up
         f"ppo1: SIGINT: stopping after this iteration with a checkpoint; {SECOND}"]
-    calls[1] = (2, "step", time.monotonic() - 41)  # rank 1 has been in env 2's step for 41 s
+    calls[1] = Call(2, "step", time.monotonic() - 41)  # rank 1 has been in env 2's step for 41 s
     for rank, quiet in ((0, False), (1, True)):
         StopRequest(quiet=quiet, rank=rank, calling=lambda r=rank: calls[r])._handle(signal.SIGTERM, None)
     assert capfd.readouterr().err.splitlines() == [

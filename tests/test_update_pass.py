@@ -48,7 +48,7 @@ def test_compile_failure_falls_back_to_eager_with_one_notice_for_feed_forward_an
         got = update_pass.evaluate(batch)
         expected = policy.evaluate(batch.obs, batch.actions, *batch.memory_inputs())
         assert all(torch.equal(a, b) for a, b in zip(got, expected))
-    assert update_pass.state == "failed"
+    assert update_pass.compilation == "failed"
     assert len(notes) == 1 and notes[0].startswith("ppo1: --compile: torch.compile failed (") and \
         "no C compiler here" in notes[0] and notes[0].endswith("training goes on with the eager forward")
     assert all(p.grad is None for p in policy.parameters())  # the trial left no gradients behind
@@ -59,7 +59,7 @@ def test_compiled_pass_gives_the_eager_pass_forward_and_backward():
     batch = _batch(policy)
     update_pass = UpdatePass(policy, compile=True, log=lambda m: pytest.fail(m), backend="eager")  # no C compiler
     logp, entropy, values = update_pass.evaluate(batch)
-    assert update_pass.state == "compiled"
+    assert update_pass.compilation == "compiled"
     (logp.sum() + entropy.sum() + values.sum()).backward()
     compiled_grads = [p.grad.clone() for p in policy.parameters()]
     policy.zero_grad()
@@ -93,7 +93,7 @@ def test_a_compiled_minibatch_loss_is_the_eager_one_and_one_graph_serves_every_a
         assert stats.keys() == eager_stats.keys()
         for g, p in zip(compiled_grads, policy.parameters()):
             torch.testing.assert_close(g, p.grad)
-    assert update_pass.state == "compiled" and len(graphs) == 1
+    assert update_pass.compilation == "compiled" and len(graphs) == 1
 
 
 def test_compile_without_a_working_compiler_trains_on_eagerly(tmp_path):

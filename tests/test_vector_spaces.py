@@ -85,7 +85,7 @@ def test_frozen_lake_gives_the_one_hot_of_its_cell_and_taxi_of_its_state_to_an_m
         try:
             obs = venv.reset()
             for _ in range(5):
-                states = [env.gym_env.unwrapped.s for env in venv.envs]
+                states = [env.gym_env.unwrapped.s for env in venv.maker.envs]
                 np.testing.assert_array_equal(obs["vector"], np.eye(n, dtype=np.float32)[states])
                 obs = venv.step(np.array([1, 2])).obs
             policy = build("mlp", venv.action_space, venv.obs_spec)

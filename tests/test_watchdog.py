@@ -7,6 +7,7 @@ import pytest
 from ppo1 import PPO1Error
 from ppo1.cli import build_config, build_parser
 from ppo1.config import Config
+from ppo1.envs.calls import Call
 from ppo1.watchdog import AUTO, EXIT_CODE, FLOOR, MULTIPLE, Watchdog, limit_for
 
 
@@ -65,7 +66,7 @@ def test_a_rank_stuck_in_an_env_call_is_named_with_the_env_and_the_call():
     rec = Recorder()
     start = time.monotonic() - 300
     with Watchdog(0.2, rank=0, abort=rec.abort, exit=rec.exit, grace=0.2, write=rec.write,
-                  calling=lambda: (2, "step", start)):
+                  calling=lambda: Call(2, "step", start)):
         assert rec.done.wait(60)
     assert len(rec.lines) == 1 and "rank 0 on host" in rec.lines[0], rec.lines
     assert ": stuck in env 2's step for 300 s (no iteration finished for 0 s, limit 0 s); ending this process" \

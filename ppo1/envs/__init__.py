@@ -3,7 +3,7 @@
     atari    ppo1.envs.atari    gymnasium + ale-py games with the DeepMind preprocessing (AtariEnv)
     procgen  ppo1.envs.procgen  `procgen:<game>` (ProcgenEnv)
     pixels   ppo1.envs.pixels   any other env with image observations, named by id, `module:EnvId` or
-                                `package.module:callable` (ppo1.envref), preprocessed by PixelEnv
+                                `package.module:callable` (ppo1.envs.ref), preprocessed by PixelEnv
     vector   ppo1.envs.vector   envs with vector or discrete observations, made one vector (GymEnv)
 
 The trainer and the modes ask this module and the family objects, never the id's spelling: `env_family` (the
@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from ppo1 import PPO1Error
 from ppo1.envs.atari import ATARI_FAMILY, AtariEnv, VecAtari, make_ale_env
 from ppo1.envs.children import recording, shielded
 from ppo1.envs.base import EnvCrash, EnvDataError, Episode, env_seed, env_spec, load_gymnasium, offscreen, seeded_vec
 from ppo1.envs.family import Families, Family
 from ppo1.envs.pixels import PIXELS_FAMILY, VecPixels
 from ppo1.envs.procgen import PROCGEN_FAMILY, PROCGEN_SHAPE, ProcgenEnv, ProcgenLevels, VecProcgen
+from ppo1.envs.ref import resolve
 from ppo1.envs.vector import VECTOR_FAMILY, GymEnv, VecGym
 
 # The interface (below) and the names of the family modules that the trainer, the modes and the tools use.
@@ -72,16 +72,21 @@ class Spares:
 
 
 def env_family(env_name: str, env_kwargs: str = "{}", obs_key: str = "", spares: Spares | None = None) -> Family:
-    """The Family of an env, which decides its preprocessing, policy and presets: one that claims the name
-    (Atari ids, `procgen:<game>`, a registered family's), else the family of its observations (`pixels`:
-    images, `vector`: vectors), for which an env is made here: kept in `spares` for make_vec_env, else closed.
-    Raises PPO1Error for an env ppo1 cannot name, make or train (its spaces)."""
+    """The Family of an env, which decides its preprocessing, policy and presets, named without making an env
+    wherever something else tells: a family that claims the name (Atari ids, `procgen:<game>`, a registered
+    family's), else the entry point of a registered id (EnvRef.told_family: gymnasium's own envs, ViZDoom's).
+    Only where nothing else tells (a `module:callable` factory, an id of another package) is an env made here, to
+    learn the family of its observations (`pixels`: images, `vector`: vectors): kept in `spares` for make_vec_env,
+    else closed. Raises PPO1Error for an env ppo1 cannot name, make or train (its spaces)."""
     family = families.by_name(env_name, env_kwargs)
     if family is not None:
         return family
-    from ppo1.envref import resolve
+    ref = resolve(env_name, env_kwargs)
+    told = ref.told_family()
+    if told is not None:
+        return families.named(told)
     with shielded(), recording() as started:
-        env = resolve(env_name, env_kwargs).make()
+        env = ref.make()
     try:
         family = families.by_observations(env.observation_space, env_name)
         if family is PIXELS_FAMILY:
@@ -129,7 +134,6 @@ def make_gym_env(env_id: str, seed: np.random.SeedSequence, render_mode: str | N
     """One env other than Atari and Procgen, made once (or `gym_env`, one made already: env_family's) and
     wrapped by its observations: PixelEnv (images, preprocessed by options.frames) or GymEnv (vectors).
     Raises PPO1Error for an env ppo1 cannot make or train."""
-    from ppo1.envref import resolve
     from ppo1.envs.pixels import Frames, PixelEnv
 
     ref = resolve(env_id, options.env_kwargs)
@@ -163,7 +167,7 @@ def make_vec_env(env_id: str, num_envs: int, seed: int, rank: int, options: EnvO
 
 def make_gym_vec(env_id: str, num_envs: int, seed: int, rank: int, options: EnvOptions = EnvOptions(),
                  spares: Spares | None = None):
-    """num_envs envs of make_gym_env (made anew, each with a seed of its own, when one raises: VecEnv.restart):
+    """num_envs envs of make_gym_env (made anew, each with a seed of its own, when one raises: EnvMaker.restart):
     VecPixels for image observations, VecGym for vectors; the first is the env kept in `spares`, if any."""
     spare, spare_started = spares.take_with_started((env_id, options.env_kwargs)) if spares is not None else (None, [])
     first = [spare]
@@ -171,8 +175,8 @@ def make_gym_vec(env_id: str, num_envs: int, seed: int, rank: int, options: EnvO
     def make_one(seed_seq):
         return make_gym_env(env_id, seed_seq, options=options, gym_env=first.pop() if first else None)
 
-    def vec_cls(envs: list, remake):
-        return VecGym(envs, remake) if isinstance(envs[0], GymEnv) else VecPixels(envs, remake)
+    def vec_cls(envs: list, remake, started):
+        return (VecGym if isinstance(envs[0], GymEnv) else VecPixels)(envs, remake, started)
     return seeded_vec(vec_cls, make_one, num_envs, seed, rank, started={0: spare_started})
 
 

@@ -22,11 +22,13 @@ import cv2
 import numpy as np
 import torch
 
-from ppo1 import PPO1Error
-from ppo1.envs.base import Episode, VecEnv, env_call, env_spec, seeded_envs
+from ppo1.errors import PPO1Error
+from ppo1.envs.base import Episode, env_call, env_spec, seeded_envs
 from ppo1.envs.family import Family
 from ppo1.observations import IMAGE, Obs, ObsSpec
 from ppo1.envs.procgen import is_procgen
+from ppo1.envs.ref import resolve
+from ppo1.envs.vecenv import VecEnv
 
 FRAME_SKIP = 4
 FRAME_SIZE = 84
@@ -40,7 +42,6 @@ def ale_spec(env_id: str):
     """The gymnasium EnvSpec of an ale-py Atari game's id (also as module:EnvId), None for any other id."""
     if is_procgen(env_id):
         return None
-    from ppo1.envref import resolve
     gym_id = resolve(env_id).gym_id  # None for a factory (package.module:callable)
     if gym_id is None:
         return None
@@ -287,12 +288,11 @@ class VecAtari(VecEnv):
                  stack: int = FRAME_STACK):
         envs, remake, started = seeded_envs(
             lambda seed_seq: AtariEnv(env_id, seed_seq, episode_life=episode_life, stack=stack), num_envs, seed, rank)
-        super().__init__(envs, remake)
-        self.started = started
+        super().__init__(envs, remake, started)
 
 
 def _claims(env_id: str) -> bool:
-    """is_atari, False for a name that names nothing (ppo1.envref.resolve refuses it in its own words)."""
+    """is_atari, False for a name that names nothing (ppo1.envs.ref.resolve refuses it in its own words)."""
     try:
         return is_atari(env_id)
     except PPO1Error:

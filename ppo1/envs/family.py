@@ -1,8 +1,9 @@
 """An env family: one object that says everything the trainer, the presets and the modes need to know of a kind
 of env, so that code outside ppo1.envs asks the family and never compares names or env classes. The families
 live in a table, tried in order: those that claim an --env_name by its spelling (Atari ids, `procgen:<game>`,
-any a user registers with `register`), then those told apart by the observations of an env made once
-(`pixels`: images, `vector`: vectors, discrete values and Tuples or Dicts of them). A module named as
+any a user registers with `register`), then those told apart by observations (`pixels`: images, `vector`:
+vectors, discrete values and Tuples or Dicts of them), which a registered id's entry point may tell
+(ppo1.envs.ref.ENTRY_POINT_FAMILIES), else an env made once. A module named as
 `--env_name module:name` may register a family when it is imported (tests/toyfamily.py):
 
     from ppo1.envs import Family, register
@@ -15,7 +16,8 @@ import dataclasses
 import importlib
 from typing import Any, Callable
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
+from ppo1.envs.ref import parse_env_kwargs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,11 +56,10 @@ class Family:
     obs_vectors: bool = False  # its presets set obs_vectors (a Dict's vector entries reach the network)
     frames_per_step: int = 1  # emulator frames per agent step (plots label Atari's 4)
     eval_note: Callable[[Any], str] | None = None  # what play says of the games it plays, from the Config (Procgen: which levels)
-    known_packages: bool = False  # a package ppo1.envref knows (ViZDoom, stable-retro) brings its preset
+    known_packages: bool = False  # a package ppo1.envs.ref knows (ViZDoom, stable-retro) brings its preset
 
     def refuse_kwargs(self, env_name: str, env_kwargs: str) -> None:
         """PPO1Error for --env_kwargs given to a family whose envs take none."""
-        from ppo1.envref import parse_env_kwargs
         if not self.env_kwargs and parse_env_kwargs(env_kwargs):
             raise PPO1Error(f"--env_kwargs is for envs made by gymnasium or a factory, not {self.label} "
                             f"like {env_name}")
@@ -99,7 +100,7 @@ class Families:
     def by_name(self, env_name: str, env_kwargs: str = "{}") -> Family | None:
         """The family that claims `env_name` by its spelling (no env is made), else None. The module of a
         `module:name` is imported first, so that a module registering a family of its own on import claims its
-        names (an import error is left to ppo1.envref.resolve to report). A claim never raises: a name no family
+        names (an import error is left to ppo1.envs.ref.resolve to report). A claim never raises: a name no family
         knows is for resolve to refuse. Raises PPO1Error for --env_kwargs given to a family that takes none."""
         module, colon, _ = env_name.partition(":")
         if colon and module:

@@ -12,7 +12,7 @@ import os
 import signal
 from typing import Callable
 
-from ppo1.envs.calls import describe
+from ppo1.envs.calls import Call, describe
 
 FATAL = (signal.SIGSEGV, signal.SIGBUS)
 _HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)
@@ -26,30 +26,31 @@ def _libc():
 
 
 class EngineFaults:
-    """While entered: a SIGSEGV or SIGBUS during an env call (`calling()`: VecEnv.calling, None outside one) writes
-    `ppo1: error on rank r: env i's reset ended in a segmentation fault inside the env's own library (...)` and calls
-    `end(2)`, which must not return (Trainer: the lock, the envs' processes, MPI_Abort or os._exit)."""
+    """While entered: a SIGSEGV or SIGBUS during an env call (`calling()`: a Call, its VecEnv's CallSlot.current;
+    None outside one) writes `ppo1: error on rank r: env i's reset ended in a segmentation fault inside the env's own
+    library (...)` and calls `end(2)`, which must not return (Trainer: the lock, the envs' processes, MPI_Abort or
+    os._exit)."""
 
-    def __init__(self, calling: Callable[[], tuple | None], rank: int, end: Callable[[int], None]):
+    def __init__(self, calling: Callable[[], Call | None], rank: int, end: Callable[[int], None]):
         self.calling, self.rank, self.end = calling, rank, end
         self._libc = None
         self._handler = _HANDLER(self._on_fatal)  # kept: the C side holds a pointer to it
         self._previous: dict[int, int | None] = {}
 
-    def line(self, signum: int, slot: tuple) -> str:
-        """The rank's one line for the fatal signal `signum` during the env call `slot`."""
+    def line(self, signum: int, call: Call) -> str:
+        """The rank's one line for the fatal signal `signum` during the env call `call`."""
         what = "a segmentation fault" if signum == signal.SIGSEGV else "a bus error"
-        return (f"ppo1: error on rank {self.rank}: {describe(slot)} ended in {what} inside the env's own library "
+        return (f"ppo1: error on rank {self.rank}: {describe(call)} ended in {what} inside the env's own library "
                 "(an engine that died or was killed during the call takes its library down with it; no restart can "
                 "mend that); nothing of this call was used, the newest checkpoint on disk is as it was")
 
     def _on_fatal(self, signum: int) -> None:
-        slot = self.calling()
-        if slot is None:  # not an env's: the default action, as if never caught (returning re-runs the fault)
+        call = self.calling()
+        if call is None:  # not an env's: the default action, as if never caught (returning re-runs the fault)
             self._libc.signal(signum, signal.SIG_DFL)
             return
         try:
-            os.write(2, (self.line(signum, slot) + "\n").encode())
+            os.write(2, (self.line(signum, call) + "\n").encode())
         except OSError:
             pass
         self.end(2)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ppo1 import PPO1Error
+from ppo1.errors import PPO1Error
 from ppo1.actions import action_nvec, head_size
 from ppo1.envs.base import EnvDataError
 from ppo1.observations import ACTION_MASK

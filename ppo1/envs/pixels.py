@@ -30,14 +30,15 @@ import time
 import cv2
 import numpy as np
 
-from ppo1 import PPO1Error, error_line
+from ppo1.errors import PPO1Error, error_line
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import (Episode, ResetSeeds, VecEnv, checked_obs, checked_reward, env_call, reset_result,
-                            step_result, time_limit)
+from ppo1.envs.base import (Episode, ResetSeeds, checked_obs, checked_reward, env_call, reset_result, step_result,
+                            time_limit)
 from ppo1.envs.family import Family
 from ppo1.envs.masks import ActionMasks, mask_words, numbers
+from ppo1.envs.ref import EnvRef
 from ppo1.envs.spaces import has_images, is_image_space, to_vector, vector_size
-from ppo1.envref import EnvRef
+from ppo1.envs.vecenv import VecEnv
 from ppo1.observations import ACTION_MASK, IMAGE, VECTOR, Obs, ObsSpec
 
 
@@ -368,9 +369,6 @@ class PixelEnv:
 
 class VecPixels(VecEnv):
     """k PixelEnvs of one rank: obs of the envs' entries, (k, ...) each."""
-
-    def __init__(self, envs: list, remake=None):
-        super().__init__(envs, remake)
 
 
 PIXELS_FAMILY = Family(

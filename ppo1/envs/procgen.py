@@ -9,9 +9,10 @@ import time
 
 import numpy as np
 
-from ppo1 import PPO1Error
-from ppo1.envs.base import Episode, ResetSeeds, VecEnv, env_call, load_gymnasium, seeded_envs
+from ppo1.errors import PPO1Error
+from ppo1.envs.base import Episode, ResetSeeds, env_call, load_gymnasium, seeded_envs
 from ppo1.envs.family import Family
+from ppo1.envs.vecenv import VecEnv
 from ppo1.observations import IMAGE, Obs, ObsSpec
 
 PROCGEN_PREFIX = "procgen:"
@@ -144,8 +145,7 @@ class VecProcgen(VecEnv):
 
     def __init__(self, env_id: str, num_envs: int, seed: int, rank: int, levels: ProcgenLevels | None = None):
         envs, remake, started = seeded_envs(lambda seed_seq: ProcgenEnv(env_id, seed_seq, levels), num_envs, seed, rank)
-        super().__init__(envs, remake)
-        self.started = started
+        super().__init__(envs, remake, started)
 
 
 def _eval_note(config) -> str:

@@ -1,5 +1,5 @@
 """The `vector` family: gymnasium envs with vector observations (classic control, MuJoCo, any id or factory of
-ppo1.envref), trained with the MLP policy.
+ppo1.envs.ref), trained with the MLP policy.
 
 An observation reaches the MLP as one float32 vector (D,) (to_vector): a 1-D Box as it is, a Discrete as its
 one-hot (n values), a MultiDiscrete as the one-hots of its entries one after another (sum(nvec) values), a
@@ -15,19 +15,21 @@ import time
 
 import numpy as np
 
-from ppo1 import PPO1Error, error_line
+from ppo1.errors import PPO1Error, error_line
 from ppo1.actions import check_action_space, env_action, head_size
-from ppo1.envs.base import (Episode, ResetSeeds, VecEnv, checked_reward, env_call, load_gymnasium, offscreen,
-                            reset_result, step_result, time_limit)
+from ppo1.envs.base import (Episode, ResetSeeds, checked_reward, env_call, load_gymnasium, offscreen, reset_result,
+                            step_result, time_limit)
 from ppo1.envs.family import Family
 from ppo1.envs.masks import ActionMasks, mask_words, numbers, without_mask
+from ppo1.envs.ref import resolve
 from ppo1.envs.spaces import VECTORS, has_images, has_vectors, to_vector, vector_size
+from ppo1.envs.vecenv import VecEnv
 from ppo1.observations import ACTION_MASK, VECTOR, Obs, ObsSpec
 
 
 class GymEnv:
     """One gymnasium env with vector or discrete observations (classic control, MuJoCo, FrozenLake, Blackjack; any
-    id or factory of ppo1.envref, made with --env_kwargs), the AtariEnv interface.
+    id or factory of ppo1.envs.ref, made with --env_kwargs), the AtariEnv interface.
 
     No preprocessing besides observations made one float32 vector (to_vector: a Discrete's one-hot...) and Box
     actions clipped to their bounds (MultiDiscrete and MultiBinary actions: integer vectors,
@@ -43,7 +45,6 @@ class GymEnv:
                  env_kwargs: str = "{}", gym_env=None, max_episode_steps: int = 0):
         """gym_env: the env already made (by make_gym_env), else it is made from env_id and env_kwargs;
         max_episode_steps: a time limit in steps (0 = the env's own)."""
-        from ppo1.envref import resolve
         gymnasium = load_gymnasium()
         self.env_id = env_id
         if gym_env is None:
@@ -138,9 +139,9 @@ class GymEnv:
 class VecGym(VecEnv):
     """k GymEnvs of one rank: obs "vector" (k, D) float32 (and "action_mask" (k, A) bool)."""
 
-    def __init__(self, envs: list[GymEnv], remake=None):
-        super().__init__(envs, remake)
-        self.observation_space = self.envs[0].observation_space
+    def __init__(self, envs: list[GymEnv], remake=None, started=None):
+        super().__init__(envs, remake, started)
+        self.observation_space = envs[0].observation_space
 
 
 VECTOR_FAMILY = Family(

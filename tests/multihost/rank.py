@@ -20,7 +20,7 @@ train_module = importlib.import_module("ppo1.trainer")
 
 def probe() -> int:
     from ppo1.config import Config
-    from ppo1.trainer import configure_threads
+    from ppo1.device import configure_threads
     comm = distributed.Comm.create()
     threads = configure_threads(Config(), comm)
     print(json.dumps({"rank": comm.rank, "host": socket.gethostname(), "local_size": comm.local_size,

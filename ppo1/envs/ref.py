@@ -8,6 +8,9 @@
 `module:EnvId` and `module:callable` are told apart by what the name after the colon is once the module is
 imported: a registered id, else an attribute of the module. (`procgen:<game>` is Procgen's, ppo1.envs, and
 never comes here.) Every failure is a PPO1Error of one line naming its cause, so the CLI says it on every rank.
+
+A registered id's entry point may tell the family of its envs without making one (EnvRef.told_family,
+ENTRY_POINT_FAMILIES); a factory's envs, and those of any other entry point, are made to tell it (ppo1.envs.env_family).
 """
 from __future__ import annotations
 
@@ -15,9 +18,12 @@ import dataclasses
 import importlib
 import inspect
 import json
+import os
 from typing import Any, Callable
 
-from ppo1 import PPO1Error, error_line, first_line
+from ppo1.errors import PPO1Error, error_line, first_line
+from ppo1.envs.base import env_spec, load_gymnasium
+from ppo1.envs.children import owned_temp_dir
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,11 +47,9 @@ def vizdoom_kwargs() -> dict:
     creating it at once can crash: each env gets its own, in a temporary directory that goes when the process
     ends, however it ends (ppo1.envs.children.owned_temp_dir). It also makes `./_vizdoom/`, and one of two
     processes that race to make it crashes: it is made here first."""
-    import os
-
-    from ppo1.envs.children import owned_temp_dir
     os.makedirs("_vizdoom", exist_ok=True)
     return {"doom_config_path": f"{owned_temp_dir('vizdoom')}/vizdoom.ini"}
+
 
 PACKAGES = (
     # ViZDoom's gymnasium wrapper: Dict(screen, gamevariables) observations; 4 tics per action as in the
@@ -62,6 +66,20 @@ PACKAGES = (
 # The pip extra of ppo1 that installs a module an env may need (named in the one line of a failed import).
 MODULE_EXTRAS = {"vizdoom": "vizdoom", "stable_retro": "retro", "retro": "retro", "pygba": "gba", "mgba": "gba",
                  "procgen_gym": "procgen"}
+
+
+# Entry points whose envs' observations are known without making one, each with the family that takes them (its
+# name in ppo1.envs.families), the first that matches: gymnasium's own (CarRacing's images; the vectors and
+# discrete values of classic control, toy text, MuJoCo and Box2D's other envs) and ViZDoom's ids (a Dict holding its
+# screen). Their keyword arguments change no observation space.
+ENTRY_POINT_FAMILIES = (
+    ("gymnasium.envs.box2d.car_racing:", "pixels"),
+    ("gymnasium.envs.box2d.", "vector"),
+    ("gymnasium.envs.classic_control.", "vector"),
+    ("gymnasium.envs.toy_text.", "vector"),
+    ("gymnasium.envs.mujoco.", "vector"),
+    ("vizdoom.gymnasium_wrapper.", "pixels"),
+)
 
 
 def missing_extra(error: BaseException) -> str | None:
@@ -115,6 +133,24 @@ class EnvRef:
     def package(self) -> Package | None:
         """The known Package of a registered id or of a known factory (PACKAGES), or None."""
         return package_of(self.gym_id) or next((p for p in PACKAGES if self.name in p.factories), None)
+
+    def told_family(self) -> str | None:
+        """The name of the family of this id's envs where its registered entry point tells (ENTRY_POINT_FAMILIES,
+        no wrappers added to it) and loads (its module imports: what its envs need is installed), else None: a
+        factory, an id of another package, an entry point that does not load (making the env says why). Makes no
+        env."""
+        if self.gym_id is None:
+            return None
+        spec = env_spec(self.gym_id)
+        entry = spec.entry_point if isinstance(spec.entry_point, str) else ""
+        family = next((family for prefix, family in ENTRY_POINT_FAMILIES if entry.startswith(prefix)), None)
+        if family is None or spec.additional_wrappers:
+            return None
+        try:
+            load_gymnasium().envs.registration.load_env_creator(entry)
+        except (Exception, SystemExit):
+            return None
+        return family
 
     def describe(self) -> str:
         """How the env is made, for error messages: `gymnasium.make('X-v0', ...)` or `pkg.mod:make(...)`."""
@@ -171,13 +207,10 @@ def resolve(name: str, env_kwargs: str = "{}") -> EnvRef:
     """The EnvRef of an `--env_name` (not `procgen:<game>`) and its `--env_kwargs`. Imports the module of
     `module:X`; makes no env. Raises PPO1Error for an unknown id, a module that does not import, a missing
     or non-callable attribute, kwargs that are not a JSON object."""
-    from ppo1.envs.base import load_gymnasium
-
     gymnasium = load_gymnasium()
     kwargs = parse_env_kwargs(env_kwargs)
     module_name, colon, attr = name.partition(":")
     if not colon:
-        from ppo1.envs.base import env_spec
         import_package(name, name)
         env_spec(name)  # PPO1Error naming an unknown id
         return EnvRef(name, gym_id=name, kwargs=kwargs)
