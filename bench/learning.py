@@ -46,7 +46,7 @@ BENCHMARKS = {
     "cue-grid-16": ("bench.cue:grid", 2, 4, 100_000, ["--env_kwargs", '{"delay": 16}', "--rnn", "lstm"]),
     # memory on pixels (bench/flicker.py): Pong whose screens are black half the time, the fast preset's 8 actors;
     # `-- --rnn none --frame_stack 1` and `-- --rnn none` (4 frames) are the feed-forward runs beside it
-    "flicker-pong": ("bench.flicker:pong", 2, 4, 500_000, ["--preset", "fast", "--rnn", "lstm"]),
+    "flicker-pong": ("bench.flicker:pong", 2, 4, 1_100_000, ["--preset", "fast", "--rnn", "lstm"]),
     # POPGym (pip install popgym, in the bench extra): memory tasks of its benchmark, --rnn lstm (ppo_lstm's settings)
     "popgym-count-recall-easy": ("popgym:popgym-CountRecallEasy-v0", 2, 4, 100_000, ["--rnn", "lstm"]),
     "popgym-position-only-cartpole-easy": ("popgym:popgym-PositionOnlyCartPoleEasy-v0", 2, 4, 100_000,
