@@ -39,9 +39,9 @@ class EnvRestarts:
             return False
         self.iterations.append(self.iteration)
         kept = f"; traceback in {self.trace_path}" if self.keep_trace(restart.trace) else ""
-        say(f"ppo1: warning: rank {self.rank}, iteration {self.iteration}: env {restart.index} raised "
-            f"{restart.error}; made it anew ({len(self.recent(self.iteration))} of --env_restarts {self.limit} "
-            f"{self.span}), its episode counted as cut{kept}")
+        when, cut = (f"iteration {self.iteration}", ", its episode counted as cut") if self.iteration else ("at start", "")
+        say(f"ppo1: warning: rank {self.rank}, {when}: env {restart.index} raised {restart.error}; made it anew "
+            f"({len(self.recent(self.iteration))} of --env_restarts {self.limit} {self.span}){cut}{kept}")
         return True
 
     def state_dict(self) -> dict:
@@ -49,7 +49,8 @@ class EnvRestarts:
         return {"restarts": list(self.iterations)}
 
     def load_state_dict(self, state: dict) -> None:
-        self.iterations = list(state.get("restarts") or [])
+        """The checkpoint's restarts, then those of this start's set-up (an env whose first reset raised)."""
+        self.iterations = list(state.get("restarts") or []) + self.iterations
 
     @property
     def span(self) -> str:
@@ -70,9 +71,9 @@ class EnvRestarts:
             return False
 
     def error(self, e: Exception, iteration: int) -> str:
-        """Why training stops for `e` (EnvDataError or EnvCrash) in `iteration`, naming the restarts it went past
+        """Why training stops for `e` (EnvDataError or EnvCrash) in `iteration` (0: at start), naming the restarts it went past
         and where an env's own traceback is kept (Trainer.env_stop adds what became of the work)."""
-        where = f"training stopped in iteration {iteration}: {e}"
+        where = f"training stopped {f'in iteration {iteration}' if iteration else 'at start'}: {e}"
         if isinstance(e, EnvCrash) and e.restartable and not e.ours and self.limit:
             where += f", one more than --env_restarts {self.limit} allows {self.span}"
         if isinstance(e, EnvCrash) and self.keep_trace(e.trace):

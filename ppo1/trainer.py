@@ -129,6 +129,7 @@ class Trainer:
             self.venv = make_vec_env(cfg.env_name, cfg.envs_per_rank, cfg.seed, comm.rank, EnvOptions.of(cfg),
                                      self.spares)
             self.calls.watch(self.venv.calls)
+            self.venv.maker.mend_with(self.restarts)  # --env_restarts: an env whose reset or step raises is made anew
             obs = self.venv.reset()  # an env that refuses its first observations (a bad mask) is a refused set-up
             check_batch_ram(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs_spec.nbytes(),
                                comm.local_size)
@@ -147,6 +148,8 @@ class Trainer:
                 self.best.load(self.log, say_score=bool(cfg.eval_interval))
             if cfg.eval_interval:  # made once, here: an env that cannot be made stops the run before any work
                 self.evaluation = Evaluation(cfg, comm, saved.iteration if saved is not None else 0)
+        except EnvCrash as e:  # its first reset raised past --env_restarts
+            error = PPO1Error(self.restarts.error(e, 0))
         except PPO1Error as e:
             error = e
         try:
@@ -199,7 +202,6 @@ class Trainer:
                                 n_actors=self.n_actors, obs_spec=self.venv.obs_spec.to_list(),
                                 action_nvec=None if nvec is None else list(nvec),
                                 model_io=ModelIO.of(self.venv.action_space, self.venv.stacked))
-        self.venv.maker.mend_with(self.restarts)  # --env_restarts: an env whose step raises is made anew
         self.collector = make_collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
                                         self.profile, cfg.seq_len())
         self.rank_parts = RankParts(rngs=RankRngs(self.rng, self.device), envs=self.venv, restarts=self.restarts,

@@ -2,7 +2,8 @@
 nan_reward, inf_reward, shape (an observation of another shape than its space), dtype (a float image) or raise
 (its step raises), old_step / old_reset (gym's old API: a step of 4 values, a reset of the observation alone), segfault (its
 reset dies of a segmentation fault, as an engine's library whose engine was killed while it started). `image`: (24, 24) uint8 images, else vectors (3,) float32. `bad_resets`: the first that many
-resets of the envs made after the first one in the process raise (an engine that fails again when made anew)."""
+resets of the envs made after the first one in the process raise (an engine that fails again when made anew);
+`first_resets`: the first that many resets in the process raise, the first env's included."""
 from __future__ import annotations
 
 import os
@@ -17,11 +18,12 @@ FAILED_RESETS = [0]  # resets that raised in this process
 
 class BadEnv(gymnasium.Env):
     def __init__(self, fault: str = "nan_obs", at: int = 40, image: bool = False, bad_resets: int = 0,
-                 rank: int | None = None):
+                 rank: int | None = None, first_resets: int = 0):
         """rank: the fault on that MPI rank only (its launcher's PMI_RANK), the others' envs sound."""
         if rank is not None and int(os.environ.get("PMI_RANK", "0")) != rank:
             fault = "none"
         self.fault, self.at, self.image, self.steps, self.bad_resets = fault, at, image, 0, bad_resets
+        self.first_resets = first_resets
         MADE[0] += 1
         self.remade = MADE[0] > 1
         self.observation_space = (gymnasium.spaces.Box(0, 255, (24, 24), np.uint8) if image else
@@ -33,7 +35,7 @@ class BadEnv(gymnasium.Env):
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        if self.remade and FAILED_RESETS[0] < self.bad_resets:
+        if FAILED_RESETS[0] < self.first_resets or (self.remade and FAILED_RESETS[0] < self.bad_resets):
             FAILED_RESETS[0] += 1
             raise RuntimeError("the engine failed to start")
         if self.fault == "segfault":

@@ -70,6 +70,33 @@ def test_with_no_restart_left_the_env_crash_names_the_env_and_keeps_its_tracebac
         venv.close()
 
 
+def test_an_env_whose_first_reset_raises_is_made_anew_as_the_restarts_allow(tmp_path, capfd):
+    # the first 2 resets raise (an engine that dies while it starts): 2 restarts at start, the third env plays
+    badenv = importlib.import_module("tests.badenv")
+    for limit in (2, 1):
+        badenv.MADE[0], badenv.FAILED_RESETS[0] = 0, 0
+        venv = make_vec_env("tests.badenv:make", 1, seed=0, rank=0,
+                            options=EnvOptions(env_kwargs=json.dumps({"fault": "none", "first_resets": 2})))
+        restarts = EnvRestarts(limit, 0, 0, str(tmp_path))
+        try:
+            venv.maker.mend_with(restarts)
+            if limit == 2:
+                venv.reset()
+                assert venv.maker.made == [2] and restarts.iterations == [0, 0]
+                assert [w.split("; made it anew")[0] for w in capfd.readouterr().err.strip().splitlines()] == [
+                    "ppo1: warning: rank 0, at start: env 0 raised RuntimeError: the engine failed to start in its reset",
+                    "ppo1: warning: rank 0, at start: env 0 raised RuntimeError: the engine failed to start in the reset of "
+                    "the env made in its place"]
+            else:  # one restart allowed: the second failure stops the run, its line naming the reset and the count
+                with pytest.raises(EnvCrash) as e:
+                    venv.reset()
+                assert restarts.error(e.value, 0).startswith(
+                    "training stopped at start: env 0 raised RuntimeError: the engine failed to start in its reset, one "
+                    "more than --env_restarts 1 allows in the run on rank 0")
+        finally:
+            venv.close()
+
+
 @pytest.mark.parametrize("limit", [4, 2])
 def test_a_new_env_whose_reset_raises_again_is_one_more_restart_and_the_stop_names_the_reset(limit, tmp_path, capfd):
     # the env's step raises in its 3rd step; the first 2 envs made in its place raise in their reset: 3 restarts

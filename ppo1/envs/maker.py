@@ -42,11 +42,14 @@ class EnvMaker:
         self._restarts = restarts
 
     def reset(self, i: int) -> Obs:
-        """Reset env i; returns its first observation. EnvCrash where its reset raises."""
+        """Reset env i; returns its first observation. An env whose reset raises (an engine that dies while it
+        starts) is made anew as one whose step raised, while the restarts allow (take, restart); EnvCrash where they
+        allow no more, or none were given (mend_with)."""
         try:
             return self._reset(i)
         except EnvRaised as e:
-            raise EnvCrash(e.error, e.trace, i, "reset") from None
+            self.take(i, e, "reset", anew=False)
+            return self.restart(i)
 
     def _reset(self, i: int) -> Obs:
         """Reset env i; what it starts meanwhile (ViZDoom starts its engine at its first reset) joins the slot's
@@ -58,10 +61,11 @@ class EnvMaker:
             self.calls.started.setdefault(i, []).extend(new)
         return obs
 
-    def take(self, i: int, raised: EnvRaised, call: str) -> None:
-        """Env i raised in its `call` (step; making or reset of an env made anew): go on if the restarts allow one
-        more (they count and report it), else EnvCrash naming the call."""
-        said = str(raised) if call == "step" else f"{raised} in the {call} of the env made in its place"
+    def take(self, i: int, raised: EnvRaised, call: str, anew: bool = True) -> None:
+        """Env i raised in its `call` (step, reset; `anew`: the making or reset of an env made anew in its place): go
+        on if the restarts allow one more (they count and report it), else EnvCrash naming the call."""
+        said = (str(raised) if call == "step" else f"{raised} in the {call} of the env made in its place" if anew
+                else f"{raised} in its {call}")
         if self.remake is None or self._restarts is None or not self._restarts.take(Restart(i, said, raised.trace)):
             raise EnvCrash(raised.error, raised.trace, i, call, restartable=self.remake is not None) from None
 
