@@ -219,6 +219,11 @@ class ModelIO:
         return value
 
 
+def readable_format(data: Any) -> bool:
+    """Whether `data`, a loaded checkpoint, is of a format this ppo1 reads: FORMAT, or 1 through `upgrade`."""
+    return isinstance(data, dict) and data.get("format") in (1, FORMAT)
+
+
 def upgrade(data: Any, path: str) -> Any:
     """A checkpoint dict of format 1 as format 2 says it; anything else as it is (from_checkpoint checks it).
 

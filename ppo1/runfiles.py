@@ -27,7 +27,7 @@ from typing import Any, Callable
 import torch
 
 from ppo1.errors import PPO1Error
-from ppo1.checkpoint import FORMAT, NewerCheckpoint, TrainState, config_from_data, load
+from ppo1.checkpoint import NewerCheckpoint, TrainState, config_from_data, load, readable_format
 from ppo1.config import Config
 from ppo1.safeio import cause
 
@@ -147,7 +147,7 @@ def _removable(path: str, iteration: int) -> bool:
         data = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except Exception:
         return False
-    return isinstance(data, dict) and data.get("format") in (1, FORMAT)
+    return readable_format(data)
 
 
 def check_room(run_dir: str, model: torch.nn.Module) -> None:

@@ -85,7 +85,7 @@ class Trainer:
                 seg = self.collect()                                             # T x k steps
                 self.advantages(seg)                                             # GAE(lambda), TD(lambda)
                 stats = self.update(seg, hp)                                     # epochs x minibatches
-                self.train_state.iteration += 1                                        # counted: what follows sees it
+                self.train_state.iteration += 1                                  # counted: what follows sees it
                 self.train_state.timesteps += self.steps_per_iter
                 self.evaluate()                                                  # --eval_interval, best.pt
                 reason = self.stop_reason(stop)                                  # a signal, --stop_after_...
@@ -132,7 +132,7 @@ class Trainer:
             self.venv.maker.mend_with(self.restarts)  # --env_restarts: an env whose reset or step raises is made anew
             obs = self.venv.reset()  # an env that refuses its first observations (a bad mask) is a refused set-up
             check_batch_ram(cfg.timesteps_per_actorbatch, cfg.envs_per_rank, self.venv.obs_spec.nbytes(),
-                               comm.local_size)
+                            comm.local_size)
             self.policy = build(cfg.model_type, self.venv.action_space, self.venv.obs_spec,
                                 init=cfg.init, frame_norm=cfg.frame_norm, rnn=cfg.rnn, rnn_size=cfg.rnn_size,
                                 stacked=self.venv.stacked, rnn_critic=cfg.rnn_critic,
@@ -199,9 +199,9 @@ class Trainer:
         # model, optimizer and ranks: filled at each save
         nvec = action_nvec(self.venv.action_space)
         self.train_state = TrainState(model={}, config=cfg.to_saved(), num_actions=self.venv.num_actions,
-                                n_actors=self.n_actors, obs_spec=self.venv.obs_spec.to_list(),
-                                action_nvec=None if nvec is None else list(nvec),
-                                model_io=ModelIO.of(self.venv.action_space, self.venv.stacked))
+                                      n_actors=self.n_actors, obs_spec=self.venv.obs_spec.to_list(),
+                                      action_nvec=None if nvec is None else list(nvec),
+                                      model_io=ModelIO.of(self.venv.action_space, self.venv.stacked))
         self.collector = make_collector(self.venv, self.policy, cfg.timesteps_per_actorbatch, obs, self.device,
                                         self.profile, cfg.seq_len())
         self.rank_parts = RankParts(rngs=RankRngs(self.rng, self.device), envs=self.venv, restarts=self.restarts,
@@ -226,9 +226,10 @@ class Trainer:
         (rank_parts) when it ran on as many ranks, else new games with seeds no earlier rank used."""
         self.policy.load_state_dict(saved.model)
         self.optimizer.load_state_dict(saved.optimizer)
-        self.train_state.iteration, self.train_state.timesteps, self.train_state.episodes = saved.iteration, saved.timesteps, saved.episodes
-        self.train_state.recent.extend(saved.recent)
-        self.train_state.wandb_id = saved.wandb_id  # the W&B run a resume continues
+        state = self.train_state
+        state.iteration, state.timesteps, state.episodes = saved.iteration, saved.timesteps, saved.episodes
+        state.recent.extend(saved.recent)
+        state.wandb_id = saved.wandb_id  # the W&B run a resume continues
         if self.reward_norm is not None and saved.reward_norm is not None:
             self.reward_norm.load_state_dict(saved.reward_norm)
         if saved.n_ranks == self.comm.size:  # the games go on where saved (with their memories and running

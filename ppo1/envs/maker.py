@@ -16,7 +16,7 @@ from ppo1.observations import Obs
 
 @dataclasses.dataclass
 class Restart:
-    """An env made anew after its step raised: which one, the exception's one line, its traceback."""
+    """An env made anew after its step or reset raised: which one, the exception's one line, its traceback."""
 
     index: int
     error: str
@@ -79,11 +79,9 @@ class EnvMaker:
                 self.envs[i].close()
             except Exception:  # an env whose engine died often fails to close: what is left of it goes with it
                 pass
-            self.made[i] += 1
             call = "making"
             try:
-                self.calls.enter(i, "make")
-                self.envs[i] = env_call(self.remake, i, self.made[i])
+                self._new_env(i)
                 call = "reset"
                 return self._reset(i)
             except EnvRaised as e:
@@ -103,12 +101,16 @@ class EnvMaker:
             self.calls.leave()
         return out
 
-    def _make(self, i: int, why: str) -> Obs:
-        """Make env i anew (the next seed of its place) and reset it. Returns its first observation."""
+    def _new_env(self, i: int) -> None:
+        """A new env in place i, with the seed of the next env made there. EnvRaised where making it raises."""
         self.made[i] += 1
         self.calls.enter(i, "make")
+        self.envs[i] = env_call(self.remake, i, self.made[i])
+
+    def _make(self, i: int, why: str) -> Obs:
+        """Make env i anew (the next seed of its place) and reset it. Returns its first observation."""
         try:
-            self.envs[i] = env_call(self.remake, i, self.made[i])
+            self._new_env(i)
         except EnvRaised as e:
             raise EnvCrash(e.error, e.trace, i, "making", why=f" ({why})") from None
         return self.reset(i)
