@@ -29,12 +29,13 @@ RECURRENT_VECTOR_ACTORS = 8
 
 # --rnn over the preset of a family of images (Atari, any image env, ViZDoom, stable-retro): CleanRL
 # ppo_atari_lstm.py's settings where they differ from the feed-forward paper run: one frame (the core remembers, not a
-# stack), 8 actors, 4 epochs, c1 0.5, gradient-norm clip 0.5; with --bptt_len 0 (every preset's) each env's whole
-# rollout is one sequence (config.seq_len). The core keeps --rnn_size's 256 units (CleanRL: 128, 2.7x the steps per
-# second here, but one seed of three short of the 48-step cue at 200k: docs/memory.md). A setting the preset names
-# itself stays the preset's (fast: its actors, c1 0.25); flags the user gives win over both. Chrono's gate biases
-# (--rnn_init chrono, cores.chrono_init_) on images only: vector envs keep zeros (CartPole without velocities needs
-# the last few steps and learned far less with chrono's).
+# stack), 8 actors, 4 epochs, c1 0.5, gradient-norm clip 0.5; with --bptt_len 0 (paper's and the others') each env's
+# whole rollout is one sequence (config.seq_len); fast and vizdoom name sequences of 32 (more minibatches). The core
+# keeps --rnn_size's 256 units (CleanRL: 128, 2.7x the steps per second here, but one seed of three short of the
+# 48-step cue at 200k: docs/memory.md). A setting the preset names itself stays the preset's (fast: its actors, c1
+# 0.25); flags the user gives win over both. Chrono's gate biases (--rnn_init chrono, cores.chrono_init_) on images
+# only: vector envs keep zeros (CartPole without velocities needs the last few steps and learned far less with
+# chrono's).
 RECURRENT_IMAGE = {"frame_stack": 1, "optim_epochs": 4, "vf_coef": 0.5, "max_grad_norm": 0.5, "rnn_init": "chrono"}
 RECURRENT_IMAGE_ACTORS = 8
 
@@ -63,7 +64,10 @@ PRESETS: dict[str, dict] = {
     # epochs of minibatches of 4 samples per actor (as many gradient steps per sample as Stable-Baselines3's
     # ViZDoom example, 10 epochs of 64; the paper's 3 epochs of 32 barely move in 100k steps), rewards
     # normalised (its scenarios pay 1 to 100 per event: raw, the value loss swamps the shared torso).
-    "vizdoom": {"frame_norm": "center", "optim_epochs": 10, "optim_batchsize": 4, "norm_reward": True},
+    # With --rnn, sequences of 32 steps: 16 minibatches of a chunk per rank and epoch (DefendCenter with a GRU,
+    # 300k: 20.25; each env's whole rollout one sequence, 4 minibatches of 128 steps: 17.05).
+    "vizdoom": {"frame_norm": "center", "optim_epochs": 10, "optim_batchsize": 4, "norm_reward": True,
+                "bptt_len": 32},
 }
 
 # The Procgen paper's PPO (Cobbe et al. 2020; baselines ppo2 in train-procgen), easy mode: IMPALA CNN,
@@ -106,7 +110,8 @@ PRESET_HELP = {
             "actors for 1.1M agent steps, every other game: 32 actors for 2M (envs_per_rank = actors / ranks, "
             "rounded up; see docs/history.md)",
     "vizdoom": "ViZDoom's ids (their default): the paper's settings with 10 epochs, minibatches of 4 samples "
-               "per actor and --norm_reward; differs from paper: that (measured on VizdoomBasic-v1)",
+               "per actor and --norm_reward, with --rnn sequences of 32 steps; differs from paper: that (measured on "
+               "VizdoomBasic-v1 and, with --rnn, VizdoomDefendCenter-v1)",
     "mujoco": "vector-observation envs (their default without --rnn): baselines' run_mujoco.py (MLP 2x64 tanh, "
               "T 2048, 10 epochs, step size 3e-4, clip 0.2); as its source",
     "ppo_lstm": "vector-observation envs with --rnn (their default then): rl-zoo's ppo_lstm settings for "

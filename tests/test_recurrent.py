@@ -183,8 +183,12 @@ def test_rnn_over_an_image_preset_brings_its_own_defaults_the_preset_and_the_use
     # a T that 32 does not divide: each env's whole rollout (T 16: 16 steps; T 100: 100)
     for horizon in (16, 100):
         assert Config.for_preset("fast", rnn="lstm", timesteps_per_actorbatch=horizon).seq_len() == horizon
-    vizdoom = Config.for_preset("vizdoom", rnn="gru")
-    assert (vizdoom.optim_epochs, vizdoom.optim_batchsize, vizdoom.max_grad_norm) == (10, 4, 0.5)
+    vizdoom = Config.for_preset("vizdoom", rnn="gru", n_ranks=2)
+    # vizdoom's own 10 epochs of small minibatches, and sequences of 32: 16 minibatches of a chunk per rank, not
+    # the 4 of whole rollouts (DefendCenter with a GRU, docs/memory.md)
+    assert (vizdoom.optim_epochs, vizdoom.optim_batchsize, vizdoom.max_grad_norm, vizdoom.seq_len()) == (10, 4, 0.5, 32)
+    assert len(minibatch_sizes(vizdoom)) == 16
+    assert Config.for_preset("vizdoom", rnn="gru", timesteps_per_actorbatch=100).seq_len() == 100
     given = Config.for_preset(rnn="lstm", frame_stack=4, envs_per_rank=2, optim_epochs=3, vf_coef=1.0,
                               max_grad_norm=0.0)
     assert (given.frame_stack, given.envs_per_rank, given.optim_epochs, given.vf_coef, given.max_grad_norm) == (
