@@ -65,7 +65,7 @@ PRESETS: dict[str, dict] = {
     # ViZDoom example, 10 epochs of 64; the paper's 3 epochs of 32 barely move in 100k steps), rewards
     # normalised (its scenarios pay 1 to 100 per event: raw, the value loss swamps the shared torso).
     # With --rnn, sequences of 32 steps: 16 minibatches of a chunk per rank and epoch (DefendCenter with a GRU,
-    # 300k: 20.25; each env's whole rollout one sequence, 4 minibatches of 128 steps: 17.05).
+    # 300k: 18.97; each env's whole rollout one sequence, 4 minibatches of 128 steps: 17.05; docs/memory.md).
     "vizdoom": {"frame_norm": "center", "optim_epochs": 10, "optim_batchsize": 4, "norm_reward": True,
                 "bptt_len": 32},
 }
