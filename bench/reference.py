@@ -234,7 +234,7 @@ def run_sb3_recurrent_defaults(config, steps: int, seed: int, out: str) -> dict:
     import torch
     from sb3_contrib import RecurrentPPO
     from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+    from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor
 
     from ppo1.device import cpu_count
     from ppo1.envs.ref import resolve
@@ -242,8 +242,17 @@ def run_sb3_recurrent_defaults(config, steps: int, seed: int, out: str) -> dict:
 
     torch.set_num_threads(cpu_count())
     if config.model_type == "mlp":
+        class Flatten(FlattenExtractor):
+            """SB3's own FlattenExtractor (a MultiDiscrete observation one-hot per entry) with its size an int:
+            for MultiDiscrete it comes as a numpy integer, which torch's LSTM refuses (POPGym's CountRecall)."""
+
+            def __init__(self, observation_space):
+                super().__init__(observation_space)
+                self._features_dim = int(self._features_dim)
+
         ref = resolve(config.env_name, config.env_kwargs)
-        env, policy, kwargs = make_vec_env(lambda: ref.make(None), n_envs=ACTORS, seed=seed), "MlpLstmPolicy", {}
+        env, policy = make_vec_env(lambda: ref.make(None), n_envs=ACTORS, seed=seed), "MlpLstmPolicy"
+        kwargs = {"policy_kwargs": {"features_extractor_class": Flatten}}
     else:
         class Torso(BaseFeaturesExtractor):
             """ppo1's small CNN (any image of 20 px or more)."""
