@@ -97,23 +97,21 @@ def _image_values(name: str, given: dict, family, package, recurrent: bool, n_ra
     values.update(package.defaults if package else {})  # as if its preset's
     if recurrent:  # --rnn's own settings over the image preset's (presets.RECURRENT_IMAGE)
         values.update(recurrent_overlay({**PRESETS[name], **(package.defaults if package else {})}, n_ranks))
-    if name == "fast":
-        values.update(_fast_values(values, given, n_ranks, defaults))
     horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
                                                                defaults.timesteps_per_actorbatch))
-    if values.get("bptt_len") and horizon % values["bptt_len"]:  # a preset's sequences of 32 need a T they
-        values["bptt_len"] = 0                                     # divide; else each env's rollout is one
+    if name == "fast":
+        values.update(_fast_values(given, n_ranks, horizon, defaults))
+    if values.get("bptt_len") and horizon % values["bptt_len"]:  # a preset's sequence length needs a T it
+        values["bptt_len"] = 0                                     # divides; else each env's rollout is one
     return values
 
 
-def _fast_values(values: dict, given: dict, n_ranks: int, defaults) -> dict:
-    """What `fast` sets by the game and the actors over its other `values`: env_steps and envs_per_rank
+def _fast_values(given: dict, n_ranks: int, horizon: int, defaults) -> dict:
+    """What `fast` sets by the game and the actors for a rollout of `horizon` steps: env_steps and envs_per_rank
     (FAST_GAMES) and optim_batchsize (a minibatch of FAST_MINIBATCH samples)."""
     env_name = given.get("env_name", defaults.env_name)
     out = {"env_steps": fast_budget(env_name), "envs_per_rank": fast_envs_per_rank(n_ranks, env_name)}
     envs = given.get("envs_per_rank", out["envs_per_rank"])
-    horizon = given.get("timesteps_per_actorbatch", values.get("timesteps_per_actorbatch",
-                                                               defaults.timesteps_per_actorbatch))
     out["optim_batchsize"] = fast_optim_batchsize(n_ranks * envs, horizon, envs)
     return out
 

@@ -11,8 +11,8 @@ from ppo1.stops import say
 
 class EnvRestarts:
     """The env restarts of rank `rank` in the iterations of a run (resumes included), the one owner of their count:
-    a VecEnv's EnvMaker asks `take` whether an env whose step or reset raised is made anew (mend_with); `iterations` is what a
-    checkpoint keeps of them (state_dict)."""
+    a VecEnv's EnvMaker asks `take` whether an env whose step or reset raised is made anew (mend_with); `iterations`
+    is what a checkpoint keeps of them (state_dict)."""
 
     with_games = False  # a part of a rank's state (ppo1.checkpoint.RankParts) loaded whether or not games go on
 

@@ -106,8 +106,8 @@ class CallTimer(Ticker):
         where = f"ppo1: warning: rank {self.rank}: {describe(call)} ran past --env_step_timeout {self.timeout:g} s"
         if ending:  # said before they are ended: the env's failing call and its restart's line come after this line
             self._say(f"{where}: ending the {len(ending)} process(es) it started (pid {', '.join(map(str, ending))}), "
-                      "so that the call fails (the next line says what follows: the env made anew as --env_restarts allows, "
-                      "or the run stopped)")
+                      "so that the call fails (the next line says what follows: the env made anew as "
+                      "--env_restarts allows, or the run stopped)")
             self._end(ending)
         else:
             self._say(f"{where} and started no process to end: the rank waits on it (a second Ctrl-C exits at "
